@@ -1,0 +1,3 @@
+"""patchkit: a patch-set manager and audit CLI for vLLM."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,98 @@
+"""Read-only access to a base source tree, and detection of where a replay's paths are rooted."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from patchkit.errors import UserError
+from patchkit.model import Replay
+
+CANDIDATE_ROOTS = ("", "vllm/")
+
+
+class BaseTree:
+    """Files of the pinned base, read lazily; paths are repo-relative with '/' separators."""
+
+    def __init__(self, root: Path) -> None:
+        if not root.is_dir():
+            raise UserError("base is not a directory", str(root))
+        self.root = root.resolve()
+        self._cache: dict[str, bytes | None] = {}
+
+    def read(self, path: str) -> bytes | None:
+        if path not in self._cache:
+            full = self.resolve(path)
+            self._cache[path] = full.read_bytes() if full.is_file() else None
+        return self._cache[path]
+
+    def mode(self, path: str) -> str | None:
+        full = self.resolve(path)
+        if not full.is_file():
+            return None
+        return "100755" if os.stat(full).st_mode & stat.S_IXUSR else "100644"
+
+    def exists(self, path: str) -> bool:
+        return self.resolve(path).is_file()
+
+    def resolve(self, path: str) -> Path:
+        """The file's location, refusing any path that leaves the tree."""
+        if path.startswith("/") or ".." in path.split("/") or "\\" in path:
+            raise UserError(f"path {path!r} escapes the base tree")
+        full = self.root / path
+        if full.is_symlink() or not str(full.resolve()).startswith(str(self.root) + os.sep):
+            raise UserError(f"path {path!r} resolves outside the base tree")
+        return full
+
+
+def detect_prefix(replay: Replay, base: BaseTree) -> str:
+    """The prefix that roots the replay's paths in the base ('' or 'vllm/'); ambiguity is an error."""
+    preimages = _preimage_paths(replay)
+    if not preimages:
+        return "" if _looks_repo_rooted(replay) else "vllm/"
+    fits = []
+    for prefix in CANDIDATE_ROOTS:
+        missing = [p for p in preimages if not base.exists(prefix + p)]
+        if not missing:
+            fits.append(prefix)
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:
+        best = min(CANDIDATE_ROOTS, key=lambda pr: sum(not base.exists(pr + p) for p in preimages))
+        missing = [p for p in preimages if not base.exists(best + p)]
+        raise UserError(
+            f"the replay does not fit the base: {len(missing)} file(s) it changes are missing "
+            f"(first: {best + missing[0]!r}); is --base the right tree?",
+            _first_source(replay, missing[0]),
+        )
+    candidates = ", ".join(f"'{f or '.'}'" for f in fits)
+    raise UserError(
+        f"the replay's paths fit the base at several roots ({candidates}); pass --root to choose one",
+        replay.sources[0] if replay.sources else None,
+    )
+
+
+def _preimage_paths(replay: Replay) -> list[str]:
+    created: set[str] = set()
+    paths: list[str] = []
+    for patch in replay.patches:
+        for fp in patch.files:
+            if fp.old_path and fp.old_path not in created and fp.old_path not in paths:
+                paths.append(fp.old_path)
+            if fp.is_new and fp.new_path:
+                created.add(fp.new_path)
+    return paths
+
+
+def _looks_repo_rooted(replay: Replay) -> bool:
+    paths = [fp.path for p in replay.patches for fp in p.files]
+    return all(p.startswith(("vllm/", "tests/", "docs/")) or "/" not in p for p in paths)
+
+
+def _first_source(replay: Replay, path: str) -> str | None:
+    for patch in replay.patches:
+        for fp in patch.files:
+            if fp.old_path == path:
+                return fp.source
+    return None

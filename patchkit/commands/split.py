@@ -1,0 +1,62 @@
+"""``patchkit split``: replay files → one patch per domain, with the lossless proof."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from patchkit import output
+from patchkit.basetree import BaseTree, detect_prefix
+from patchkit.domains import load_rules
+from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.model import Pin
+from patchkit.parse import parse_files
+from patchkit.seriesio import SPLIT_JSON, load_entries, write_series
+from patchkit.split import compute_dependencies, split_replay
+from patchkit.verify import prove
+
+
+def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pin]:
+    """The base tree from ``--base DIR`` or from a pin (``--pin patchkit.toml``)."""
+    if base is not None and pin_file is not None:
+        raise UserError("give --base or --pin, not both")
+    if base is not None:
+        return BaseTree(base), Pin(source="path", path=str(base.resolve()))
+    from patchkit.config import find_project_config, load_project_config
+    from patchkit.pin import prepare_base
+
+    config_path = pin_file or find_project_config(Path.cwd())
+    if config_path is None:
+        raise UserError("no base: pass --base DIR or --pin patchkit.toml (none found from here up)")
+    pin = load_project_config(config_path).target
+    return BaseTree(prepare_base(pin)), pin
+
+
+def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Path | None,
+        out: Path, explain: bool, json_out: Path | None, root: str | None) -> int:  # fmt: skip
+    started = time.perf_counter()
+    replay = parse_files(replays)
+    tree, pin = resolve_base(base, pin_file)
+    domains = load_rules(rules)
+    prefix = _normalise_root(root) if root is not None else detect_prefix(replay, tree)
+    result = split_replay(replay, tree, domains, prefix, pin)
+    compute_dependencies(tree, result.series.patches)
+    write_series(out, result.series, result.texts)
+    proof = prove(tree, load_entries(out), result.states)
+    result.series.proof = proof.to_dict()
+    record = json.dumps(result.series.to_dict(), indent=1, ensure_ascii=False) + "\n"
+    (out / SPLIT_JSON).write_text(record, encoding="utf-8")
+    if json_out is not None:
+        json_out.write_text(record, encoding="utf-8")
+    output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)
+    if not proof.ok:
+        for line in proof.differences:
+            output.error(f"proof: {line}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _normalise_root(root: str) -> str:
+    root = root.strip("/")
+    return f"{root}/" if root and root != "." else ""

@@ -1,0 +1,213 @@
+"""``patchkit.toml``: the project's target pin, series location and audit settings.
+
+Unknown keys and wrong types are a UserError naming the file, the line and the key. Relative
+paths are resolved against the directory holding the toml file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchkit.errors import UserError
+from patchkit.model import Pin
+from patchkit.pin import pin_problem
+
+CONFIG_NAME = "patchkit.toml"
+KNOWN_GATES = ("apply", "ruff", "dco", "tests")
+
+
+@dataclass
+class SeriesConfig:
+    dir: Path
+    rules: Path | None = None
+    replays: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class AuditConfig:
+    gates: list[str] = field(default_factory=lambda: list(KNOWN_GATES))
+    jobs: int = 2
+    test_timeout: float = 300
+    per_test_timeout: float = 60
+    python: str | None = None  # interpreter path (resolved) or a bare name looked up on PATH
+
+
+@dataclass
+class ProjectConfig:
+    root: Path  # the directory relative paths are resolved against
+    file: Path | None  # None when no patchkit.toml was found (all defaults)
+    target: Pin | None
+    series: SeriesConfig
+    audit: AuditConfig = field(default_factory=AuditConfig)
+
+
+# key -> kind; kinds: str, path, paths, int, seconds, strs, url
+_SCHEMA: dict[str, dict[str, str]] = {
+    "target": {
+        "name": "str",
+        "source": "str",
+        "version": "str",
+        "sha256": "str",
+        "url": "url",
+        "rev": "str",
+        "path": "path",
+    },
+    "series": {"dir": "path", "rules": "path", "replays": "paths"},
+    "audit": {
+        "gates": "strs",
+        "jobs": "int",
+        "test_timeout": "seconds",
+        "per_test_timeout": "seconds",
+        "python": "python",
+    },
+}
+
+
+def find_project_config(start: Path | None = None) -> Path | None:
+    """The nearest ``patchkit.toml`` in ``start`` (default: cwd) or one of its parents."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        if (directory / CONFIG_NAME).is_file():
+            return directory / CONFIG_NAME
+    return None
+
+
+def project_config(start: Path | None = None) -> ProjectConfig:
+    """The config of the project around ``start`` (default: cwd), or defaults when none."""
+    found = find_project_config(start)
+    if found is not None:
+        return load_config(found)
+    root = (start or Path.cwd()).resolve()
+    return ProjectConfig(root=root, file=None, target=None, series=SeriesConfig(root / "patches"))
+
+
+def load_pin(path: Path) -> Pin:
+    """The ``[target]`` pin of a toml file (a patchkit.toml or a pin file of the same form)."""
+    target = load_config(path).target
+    if target is None:
+        raise UserError(f"no [target] table in {path}", where=str(path))
+    return target
+
+
+def load_config(path: Path) -> ProjectConfig:
+    path = path.resolve()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"at line (\d+)", str(exc))
+        where = f"{path}:{line.group(1)}" if line else str(path)
+        raise UserError(f"invalid TOML: {exc}", where=where) from None
+    tables = _Tables(path, text)
+    values = {name: tables.read(name, data.pop(name, {})) for name in _SCHEMA}
+    if data:
+        unknown = next(iter(data))
+        raise tables.error(None, unknown, f"unknown table or key '{unknown}'")
+    root = path.parent
+    series = values["series"]
+    return ProjectConfig(
+        root=root,
+        file=path,
+        target=_target(tables, values["target"]) if values["target"] else None,
+        series=SeriesConfig(
+            dir=series.get("dir", root / "patches"),
+            rules=series.get("rules"),
+            replays=series.get("replays", []),
+        ),
+        audit=AuditConfig(**values["audit"]),
+    )
+
+
+def _target(tables: _Tables, values: dict[str, Any]) -> Pin:
+    target = Pin(**{k: str(v) for k, v in values.items()})
+    if problem := pin_problem(target):
+        key, reason = problem
+        raise tables.error("target", key, reason)
+    return target
+
+
+class _Tables:
+    """Type-checks the known tables and finds the line of a key for error messages."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+
+    def line_of(self, table: str | None, key: str) -> int | None:
+        current: str | None = None
+        for number, line in enumerate(self.lines, 1):
+            stripped = line.strip()
+            if header := re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]\s*(#.*)?", stripped):
+                current = header.group(1)
+                if table is None and current.split(".")[0] == key:
+                    return number
+            elif current == table and re.match(rf"""["']?{re.escape(key)}["']?\s*=""", stripped):
+                return number
+        return None
+
+    def error(self, table: str | None, key: str, message: str) -> UserError:
+        """An error at the key's line, else at its table's header (a missing key)."""
+        line = self.line_of(table, key) or (self.line_of(None, table) if table else None)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        name = f"{table}.{key}" if table else key
+        return UserError(f"{name}: {message}" if table else message, where=where)
+
+    def read(self, table: str, raw: Any) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise self.error(None, table, f"'{table}' must be a table")
+        out = {}
+        for key, value in raw.items():
+            kind = _SCHEMA[table].get(key)
+            if kind is None:
+                known = ", ".join(_SCHEMA[table])
+                raise self.error(table, key, f"unknown key (known: {known})")
+            try:
+                out[key] = self._convert(kind, value)
+            except (TypeError, ValueError) as exc:
+                raise self.error(table, key, str(exc)) from None
+        return out
+
+    def _convert(self, kind: str, value: Any) -> Any:
+        base = self.path.parent
+        if kind in ("str", "url", "path", "python"):
+            if not isinstance(value, str) or not value:
+                raise TypeError(f"expected a non-empty string, got {_describe(value)}")
+            if kind == "path":
+                return (base / Path(value).expanduser()).resolve()
+            if kind == "python" and "/" in value:
+                return str((base / Path(value).expanduser()).resolve())
+            if kind == "url" and _is_relative_path(value):
+                return str((base / value).resolve())
+            return value
+        if kind == "paths":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise TypeError(f"expected a list of paths, got {_describe(value)}")
+            return [(base / Path(v).expanduser()).resolve() for v in value]
+        if kind == "strs":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise TypeError(f"expected a list of strings, got {_describe(value)}")
+            if unknown := [v for v in value if v not in KNOWN_GATES]:
+                raise ValueError(f"unknown gate {unknown[0]!r} (known: {', '.join(KNOWN_GATES)})")
+            return value
+        if isinstance(value, bool) or not isinstance(value, int if kind == "int" else int | float):
+            expected = "an integer" if kind == "int" else "a number of seconds"
+            raise TypeError(f"expected {expected}, got {_describe(value)}")
+        if value <= 0:
+            raise ValueError(f"must be positive, got {value}")
+        return value
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def _is_relative_path(url: str) -> bool:
+    """A git url that is a relative local path (not scheme://, not user@host:path, not /abs)."""
+    return not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*://|[^/]*:", url) and not url.startswith(("/", "~"))

@@ -1,0 +1,212 @@
+"""domains.toml → ordered ``Domain`` rules, and the classifier that says why a change went where.
+
+A change block is the unit (one ``-U0`` hunk). Pattern rules anchor single changed lines to a
+domain; a block whose anchors name several domains is split at line granularity. A block with no
+anchor goes to the first domain whose path-only rule matches, else to the fallback domain.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from patchkit.errors import UserError
+from patchkit.model import Domain, DomainRule
+
+DEFAULT_RULES = "default-domains.toml"
+
+
+def load_rules(path: Path | None = None) -> list[Domain]:
+    """The rules file at ``path``, or the shipped vLLM default."""
+    if path is None:
+        text = resources.files("patchkit.data").joinpath(DEFAULT_RULES).read_text("utf-8")
+        return parse_rules(text, f"<patchkit>/{DEFAULT_RULES}")
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read rules file: {exc}", str(path)) from exc
+    return parse_rules(text, str(path))
+
+
+def parse_rules(text: str, name: str) -> list[Domain]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"invalid TOML: {exc}", name) from exc
+    unknown = set(data) - {"domain"}
+    if unknown:
+        raise UserError(f"unknown top-level key(s) {sorted(unknown)}; expected [[domain]]", name)
+    tables = data.get("domain")
+    if not isinstance(tables, list) or not tables:
+        raise UserError("no [[domain]] tables", name)
+    domains = [_parse_domain(t, f"{name}: domain #{i + 1}") for i, t in enumerate(tables)]
+    names = [d.name for d in domains]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise UserError(f"domain name(s) used twice: {duplicated}", name)
+    if sum(d.fallback for d in domains) > 1:
+        raise UserError("more than one domain declares fallback = true", name)
+    return domains
+
+
+_DOMAIN_KEYS = {"name", "title", "paths", "patterns", "match", "tests", "fallback"}
+
+
+def _parse_domain(table: object, where: str) -> Domain:
+    if not isinstance(table, dict):
+        raise UserError("a [[domain]] entry must be a table", where)
+    unknown = set(table) - _DOMAIN_KEYS
+    if unknown:
+        raise UserError(f"unknown key(s) {sorted(unknown)}", where)
+    name = table.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
+        raise UserError(f"'name' must be a lower-case slug, got {name!r}", where)
+    where = f"{where} ({name})"
+    title = table.get("title", {"en": name, "zh": name})
+    if isinstance(title, str):
+        title = {"en": title, "zh": title}
+    if not isinstance(title, dict) or not all(isinstance(v, str) for v in title.values()):
+        raise UserError("'title' must be a string or a table {en = ..., zh = ...}", where)
+    rules = []
+    if "paths" in table:
+        rules.append(_rule(table.get("paths"), table.get("patterns", []), where))
+    elif "patterns" in table:
+        raise UserError("'patterns' needs 'paths' beside it", where)
+    for i, match in enumerate(_as_list(table.get("match", []), "match", where)):
+        if not isinstance(match, dict) or set(match) - {"paths", "patterns"}:
+            raise UserError(f"[[domain.match]] #{i + 1} takes only 'paths' and 'patterns'", where)
+        rules.append(_rule(match.get("paths"), match.get("patterns", []), where))
+    fallback = table.get("fallback", False)
+    if not isinstance(fallback, bool):
+        raise UserError("'fallback' must be true or false", where)
+    tests = _as_list(table.get("tests", []), "tests", where)
+    if not all(isinstance(t, str) for t in tests):
+        raise UserError("'tests' must be a list of strings", where)
+    if not rules and not fallback:
+        raise UserError("a domain needs 'paths', [[domain.match]] or fallback = true", where)
+    return Domain(name=name, title=dict(title), rules=rules, tests=tests, fallback=fallback)
+
+
+def _as_list(value: object, key: str, where: str) -> list:
+    if not isinstance(value, list):
+        raise UserError(f"'{key}' must be a list", where)
+    return value
+
+
+def _rule(paths: object, patterns: object, where: str) -> DomainRule:
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise UserError("'paths' must be a non-empty list of globs", where)
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise UserError("'patterns' must be a list of regular expressions", where)
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UserError(f"bad regex {pattern!r}: {exc}", where) from exc
+    return DomainRule(paths=list(paths), patterns=list(patterns))
+
+
+@functools.lru_cache(maxsize=1024)
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """``**`` crosses directories, ``*`` and ``?`` stay inside one path segment."""
+    out = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def path_matches(path: str, globs: list[str]) -> str | None:
+    return next((g for g in globs if glob_regex(g).match(path)), None)
+
+
+@dataclass
+class LineVerdict:
+    domain: str
+    reason: str
+
+
+class Classifier:
+    """Assign each changed line of a block to a domain, with the rule that decided it."""
+
+    def __init__(self, domains: list[Domain]) -> None:
+        self.domains = domains
+        self.fallback = next((d for d in domains if d.fallback), None)
+        self._compiled = [(d, r, [re.compile(p) for p in r.patterns]) for d in domains for r in d.rules]
+
+    def by_name(self, name: str) -> Domain:
+        return next(d for d in self.domains if d.name == name)
+
+    def path_domain(self, path: str) -> LineVerdict | None:
+        for domain, rule, patterns in self._compiled:
+            glob = path_matches(path, rule.paths)
+            if glob and not patterns:
+                return LineVerdict(domain.name, f"path {glob}")
+        if self.fallback:
+            return LineVerdict(self.fallback.name, "fallback domain")
+        return None
+
+    def anchor(self, path: str, text: str) -> LineVerdict | None:
+        for domain, rule, patterns in self._compiled:
+            if not patterns:
+                continue
+            glob = path_matches(path, rule.paths)
+            if not glob:
+                continue
+            for pattern in patterns:
+                if pattern.search(text):
+                    return LineVerdict(domain.name, f"pattern /{pattern.pattern}/ in {glob}")
+        return None
+
+    def classify_lines(self, path: str, lines: list[str], where: str) -> list[LineVerdict]:
+        """One verdict per changed line (``lines`` carry their '+'/'-' prefix)."""
+        anchors = [self.anchor(path, line[1:]) for line in lines]
+        if not any(anchors):
+            verdict = self.path_domain(path)
+            if verdict is None:
+                raise UserError("no domain rule claims this change and the rules declare no fallback", where)
+            return [verdict] * len(lines)
+        return _spread_anchors(lines, anchors)
+
+
+def _spread_anchors(lines: list[str], anchors: list[LineVerdict | None]) -> list[LineVerdict]:
+    """Unanchored lines follow the previous anchor; comments just above an anchor join it."""
+    result: list[LineVerdict | None] = list(anchors)
+    first = next(a for a in anchors if a)
+    current = LineVerdict(first.domain, f"{first.reason} (nearby line)")
+    for i, verdict in enumerate(anchors):
+        if verdict:
+            current = LineVerdict(verdict.domain, f"{verdict.reason} (nearby line)")
+        else:
+            result[i] = current
+    for i, verdict in enumerate(anchors):
+        if not verdict:
+            continue
+        j = i - 1
+        while j >= 0 and not anchors[j] and _is_comment_or_blank(lines[j]):
+            result[j] = LineVerdict(verdict.domain, f"{verdict.reason} (comment above)")
+            j -= 1
+    return [v for v in result if v is not None]
+
+
+def _is_comment_or_blank(line: str) -> bool:
+    text = line[1:].strip()
+    return not text or text.startswith("#")

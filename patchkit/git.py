@@ -1,0 +1,94 @@
+"""Every git call patchkit makes goes through here (argument lists, never a shell)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "patchkit",
+    "GIT_AUTHOR_EMAIL": "patchkit@localhost",
+    "GIT_COMMITTER_NAME": "patchkit",
+    "GIT_COMMITTER_EMAIL": "patchkit@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+    "LC_ALL": "C",
+}
+
+
+def run(
+    args: list[str],
+    cwd: Path | str | None = None,
+    *,
+    input: bytes | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git ARGS`` and return the completed process (stdout/stderr as bytes)."""
+    env = {**os.environ, **_ENV}
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc
+
+
+def output(args: list[str], cwd: Path | str | None = None) -> str:
+    return run(args, cwd).stdout.decode()
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id of ``data`` (what an ``index`` line abbreviates), without a repository."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def init_with_commit(root: Path, message: str) -> str:
+    """Make ``root`` a git repository holding one commit of its whole tree; return the commit id."""
+    run(["init", "-q", "-b", "base"], root)
+    run(["add", "-A", "-f", "."], root)
+    run(["-c", "core.autocrlf=false", "commit", "-q", "--no-verify", "-m", message], root)
+    return output(["rev-parse", "HEAD"], root).strip()
+
+
+def apply(
+    patch: bytes,
+    cwd: Path,
+    *,
+    check: bool = False,
+    reverse: bool = False,
+    directory: str | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """``git apply`` a patch text in ``cwd`` (works outside a repository too)."""
+    args = ["apply", "--whitespace=nowarn"]
+    if check:
+        args.append("--check")
+    if reverse:
+        args.append("-R")
+    if directory:
+        args.append(f"--directory={directory}")
+    return run([*args, "-"], cwd, input=patch, check=False)
+
+
+def diff_no_index(old: Path, new: Path, cwd: Path, context: int = 3) -> bytes:
+    """``git diff --no-index`` between two directories (exit 1 means 'differs', not failure)."""
+    proc = run(
+        [
+            "diff",
+            "--no-index",
+            "--no-renames",
+            "--binary",
+            f"-U{context}",
+            "--no-color",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            str(old),
+            str(new),
+        ],
+        cwd,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"git diff --no-index failed: {proc.stderr.decode(errors='replace')}")
+    return proc.stdout

@@ -1,0 +1,154 @@
+"""A series directory on disk: ``series`` (quilt style), ``NNNN-<domain>.patch``, ``split.json``."""
+
+from __future__ import annotations
+
+import email.header
+import email.utils
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchkit import __version__
+from patchkit.errors import UserError
+from patchkit.model import Commit, Patch, Series, SplitPatch
+from patchkit.parse import parse_text, read_text
+from patchkit.patchtext import diffstat
+
+SERIES_FILE = "series"
+SPLIT_JSON = "split.json"
+
+
+@dataclass
+class SeriesEntry:
+    """One patch of a series as found on disk."""
+
+    name: str
+    path: Path
+    text: str
+    patches: list[Patch]  # parsed (a format-patch file holds one; a mbox may hold several)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8", errors="surrogateescape")).hexdigest()
+
+
+def format_patch(sp: SplitPatch, total: int, diff: str, commits: list[Commit | None]) -> str:
+    """``git format-patch`` form: first source commit's authorship, every source listed, no new sign-off."""
+    sources = [commits[i] for i in sp.source_commits if commits[i] is not None]
+    title = sp.title.get("en", sp.domain)
+    lines_added = sum(fp.added for fp in sp.files)
+    lines_removed = sum(fp.removed for fp in sp.files)
+    body = [
+        f"The {title} part of the replay, split out by patchkit: "
+        f"{len(sp.files)} file(s), +{lines_added}/-{lines_removed}.",
+        "",
+    ]
+    if sp.depends_on:
+        body += [f"Needs first: {', '.join(sp.depends_on)}.", ""]
+    trailers = [f"Patchkit-Domain: {sp.domain}"]
+    for commit in sources:
+        sha = (commit.sha or "0" * 40)[:12]
+        who = f"{commit.author} <{commit.email}>" if commit.author else "unknown author"
+        trailers.append(f"Patchkit-Source: {sha} {commit.subject} ({who})")
+    loose = len(sp.source_commits) - len(sources)
+    if loose:
+        trailers.append(f"Patchkit-Source: {loose} loose diff(s) without commit metadata")
+    for commit in sources:
+        for trailer in commit.trailers:
+            line = f"{trailer.key}: {trailer.value}"
+            if line not in trailers:
+                trailers.append(line)
+    message = "\n".join(body + trailers)
+    stat = diffstat(sp.files)
+    tail = f"-- \npatchkit {__version__}\n"
+    if not sources:  # never invent an author: a plain diff with its description as a preamble
+        return f"{sp.domain}: {title}\n\n{message}\n---\n{stat}\n{diff}{tail}"
+    first = sources[0]
+    header = [
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001",
+        f"From: {_address(first.author or '', first.email or '')}",
+        f"Date: {first.date}" if first.date else None,
+        f"Subject: {_encode(f'[PATCH {sp.number}/{total}] {sp.domain}: {title}')}",
+        "MIME-Version: 1.0",
+        "Content-Type: text/plain; charset=UTF-8",
+        "Content-Transfer-Encoding: 8bit",
+    ]
+    head = "\n".join(h for h in header if h is not None)
+    return f"{head}\n\n{message}\n---\n{stat}\n{diff}{tail}"
+
+
+def _encode(value: str) -> str:
+    return value if value.isascii() else email.header.Header(value, "utf-8").encode()
+
+
+def _address(name: str, mail: str) -> str:
+    if name.isascii():
+        return email.utils.formataddr((name, mail))
+    return f"{email.header.Header(name, 'utf-8').encode()} <{mail}>"
+
+
+def write_series(out: Path, series: Series, texts: dict[str, str]) -> list[Path]:
+    """Write every patch, the ``series`` file and ``split.json``; drop stale patches of ours."""
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("[0-9][0-9][0-9][0-9]-*.patch"):
+        if stale.name not in texts:
+            stale.unlink()
+    written = []
+    for sp in series.patches:
+        text = format_patch(sp, len(series.patches), texts[sp.filename], series.commits)
+        path = out / sp.filename
+        path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
+        sp.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+        written.append(path)
+    (out / SERIES_FILE).write_text("".join(f"{sp.filename}\n" for sp in series.patches))
+    (out / SPLIT_JSON).write_text(
+        json.dumps(series.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    return written
+
+
+def read_series_file(series_dir: Path) -> list[str]:
+    """Patch names in order; a name that leaves the series directory is refused."""
+    path = series_dir / SERIES_FILE
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read the series file: {exc}", str(path)) from exc
+    names = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name = line.split()[0]  # quilt allows options like -p1 after the name
+        if name.startswith("/") or ".." in Path(name).parts or "\\" in name:
+            raise UserError(f"patch name {name!r} leaves the series directory", f"{path}:{number}")
+        if not (series_dir / name).is_file():
+            raise UserError(f"patch {name!r} listed but missing", f"{path}:{number}")
+        names.append(name)
+    if not names:
+        raise UserError("the series file lists no patch", str(path))
+    return names
+
+
+def load_entries(series_dir: Path) -> list[SeriesEntry]:
+    entries = []
+    for name in read_series_file(series_dir):
+        path = series_dir / name
+        if path.resolve().parent != series_dir.resolve() and not path.resolve().is_relative_to(
+            series_dir.resolve()
+        ):
+            raise UserError(f"patch {name!r} resolves outside the series directory", str(path))
+        text = read_text(path)
+        entries.append(SeriesEntry(name, path, text, parse_text(text, str(path))))
+    return entries
+
+
+def load_split_json(series_dir: Path) -> Series | None:
+    path = series_dir / SPLIT_JSON
+    if not path.is_file():
+        return None
+    try:
+        return Series.from_dict(json.loads(path.read_text("utf-8")))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UserError(f"split.json is not a patchkit series record: {exc}", str(path)) from exc

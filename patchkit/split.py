@@ -1,0 +1,330 @@
+"""Replay → one patch per domain: net diff on the base, per-line assignment, ordering, dependencies.
+
+The series is built by construction: state k = base + every change block (or sub-block) whose
+domain is among the first k domains; patch k = diff(state k-1, state k). ``verify.py`` then proves
+independently, from the rendered text, that applying the series gives base + replay.
+"""
+
+from __future__ import annotations
+
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchkit import git
+from patchkit.basetree import BaseTree
+from patchkit.domains import Classifier, LineVerdict
+from patchkit.errors import UserError
+from patchkit.model import Assignment, Domain, FilePatch, Pin, Replay, Series, SplitPatch
+from patchkit.parse import parse_diff
+from patchkit.patchtext import (
+    HunkMismatch,
+    apply_file_patch,
+    hunk_sides,
+    render_diff,
+    splice_plan,
+    split_lines,
+)
+
+Origin = tuple[int | None, int | None]  # (commit index that added the line, base line index)
+Side = tuple[bytes | None, str | None]  # (content or None when absent, git mode)
+
+
+@dataclass
+class FileState:
+    """One file the replay touches: its base, its post-replay content, and line provenance."""
+
+    path: str
+    base: bytes | None
+    base_mode: str | None
+    post: bytes | None = None
+    post_mode: str | None = None
+    origins: list[Origin] = field(default_factory=list)
+    removed_by: dict[int, int] = field(default_factory=dict)  # base line → commit index
+    commits: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Block:
+    """One contiguous change of the net diff, in base coordinates, with a domain per line."""
+
+    path: str
+    old_index: int
+    old: list[str]
+    new: list[str]
+    old_domains: list[LineVerdict]
+    new_domains: list[LineVerdict]
+    new_line: int
+    commits: list[int]
+
+    def region(self, chosen: set[str]) -> list[str]:
+        kept = [ln for ln, v in zip(self.old, self.old_domains) if v.domain not in chosen]
+        return kept + [ln for ln, v in zip(self.new, self.new_domains) if v.domain in chosen]
+
+    def domains(self) -> list[str]:
+        seen = [v.domain for v in self.old_domains + self.new_domains]
+        return list(dict.fromkeys(seen))
+
+
+@dataclass
+class SplitResult:
+    series: Series
+    texts: dict[str, str]  # patch file name → diff text (without mail header)
+    states: dict[str, FileState]
+
+
+def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, FileState]:
+    """Apply every commit in order, in memory, tracking which commit wrote each line."""
+    states: dict[str, FileState] = {}
+
+    def state_of(path: str) -> FileState:
+        if path not in states:
+            data = base.read(path)
+            st = FileState(path, data, base.mode(path), data, base.mode(path))
+            st.origins = [(None, i) for i in range(len(split_lines(data)))] if data else []
+            states[path] = st
+        return states[path]
+
+    for index, patch in enumerate(replay.patches):
+        for fp in patch.files:
+            if fp.binary:
+                raise UserError(f"binary patch of {fp.path!r} cannot be split", fp.source)
+            old_path = prefix + fp.old_path if fp.old_path else None
+            new_path = prefix + fp.new_path if fp.new_path else None
+            source = state_of(old_path) if old_path else None
+            target = state_of(new_path) if new_path else None
+            if source is not None and source.post is None:
+                raise UserError(f"{old_path} does not exist at this point of the replay", fp.source)
+            if source is None and target is not None and target.post is not None:
+                raise UserError(f"{new_path} is created but already exists", fp.source)
+            lines = split_lines(source.post) if source and source.post else []
+            origins = source.origins if source else []
+            try:
+                plan = splice_plan(lines, fp.hunks, old_path or new_path or "")
+            except HunkMismatch as exc:
+                raise UserError(f"replay does not apply: {exc}", fp.source) from exc
+            new_lines, new_origins = _splice(lines, origins, plan, index, source)
+            if source is not None and source is not target:
+                source.post, source.origins = None, []
+                _touch(source, index)
+            if target is not None:
+                target.post = "".join(new_lines).encode("utf-8", errors="surrogateescape")
+                target.origins = new_origins
+                if fp.new_mode:
+                    target.post_mode = (
+                        fp.new_mode if (fp.is_new or fp.old_mode != fp.new_mode) else target.post_mode
+                    )
+                target.post_mode = target.post_mode or "100644"
+                _touch(target, index)
+            if fp.is_deleted and source is not None:
+                source.post, source.origins, source.post_mode = None, [], None
+    return states
+
+
+def _touch(state: FileState, index: int) -> None:
+    if index not in state.commits:
+        state.commits.append(index)
+
+
+def _splice(lines, origins, plan, index, source):
+    out_lines: list[str] = []
+    out_origins: list[Origin] = []
+    pos = 0
+    for at, old_len, new in plan:
+        out_lines += lines[pos:at]
+        out_origins += origins[pos:at]
+        for origin in origins[at : at + old_len]:
+            if origin[0] is None and origin[1] is not None and source is not None:
+                source.removed_by.setdefault(origin[1], index)
+        out_lines += new
+        out_origins += [(index, None)] * len(new)
+        pos = at + old_len
+    out_lines += lines[pos:]
+    out_origins += origins[pos:]
+    return out_lines, out_origins
+
+
+def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path) -> list[Block]:
+    """The net change base → base+replay as -U0 blocks, each line classified."""
+    changed = [s for s in states.values() if s.base != s.post or s.base_mode != s.post_mode]
+    diff = _diff_pairs(
+        [(s.path, (s.base, s.base_mode), (s.post, s.post_mode)) for s in changed],
+        work / "net",
+        context=0,
+    )
+    blocks: list[Block] = []
+    for fp in diff:
+        state = states[fp.path]
+        for hunk in fp.hunks:
+            old, new = hunk_sides(hunk)
+            changed_lines = [ln for ln in hunk.lines if ln[:1] in "+-"]
+            where = f"{fp.path}:{hunk.new_start or hunk.old_start}"
+            verdicts = classifier.classify_lines(fp.path, changed_lines, where)
+            old_index = hunk.old_start - 1 if hunk.old_count else hunk.old_start
+            new_index = hunk.new_start - 1 if hunk.new_count else hunk.new_start
+            commits = {state.origins[i][0] for i in range(new_index, new_index + len(new))}
+            commits |= {state.removed_by.get(i) for i in range(old_index, old_index + len(old))}
+            blocks.append(Block(
+                path=fp.path, old_index=old_index, old=old, new=new,
+                old_domains=verdicts[: len(old)], new_domains=verdicts[len(old):],
+                new_line=hunk.new_start, commits=sorted(c for c in commits if c is not None),
+            ))  # fmt: skip
+        if not fp.hunks:  # mode change or empty new/deleted file: a block with no lines
+            verdict = classifier.classify_lines(fp.path, ["+"], fp.path)[0]
+            blocks.append(Block(fp.path, 0, [], [], [verdict], [], 0, list(state.commits)))
+    return blocks
+
+
+def compose(state: FileState, blocks: list[Block], chosen: set[str]) -> Side:
+    """File content and mode with only the ``chosen`` domains' changes applied to the base."""
+    present = {d for b in blocks for d in b.domains()}
+    if state.base is None and not present & chosen:
+        return None, None
+    if state.post is None and present <= chosen:
+        return None, None
+    lines = split_lines(state.base) if state.base else []
+    out: list[str] = []
+    pos = 0
+    for block in sorted(blocks, key=lambda b: b.old_index):
+        out += lines[pos : block.old_index]
+        out += block.region(chosen)
+        pos = block.old_index + len(block.old)
+    out += lines[pos:]
+    owner = blocks[0].domains()[0]
+    mode = state.post_mode if owner in chosen or state.base is None else state.base_mode
+    return "".join(out).encode("utf-8", errors="surrogateescape"), mode or "100644"
+
+
+def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: str,
+                 pin: Pin | None = None) -> SplitResult:  # fmt: skip
+    classifier = Classifier(domains)
+    states = replay_onto_base(replay, base, prefix)
+    with tempfile.TemporaryDirectory(prefix="patchkit-split-") as tmp:
+        work = Path(tmp)
+        blocks = net_blocks(states, classifier, work)
+        if not blocks:
+            raise UserError(
+                "the replay makes no net change to the base",
+                replay.sources[0] if replay.sources else None,
+            )
+        order = [d.name for d in domains if any(d.name in b.domains() for b in blocks)]
+        by_file: dict[str, list[Block]] = {}
+        for block in blocks:
+            by_file.setdefault(block.path, []).append(block)
+        steps = []
+        for k, name in enumerate(order):
+            before, after = set(order[:k]), set(order[: k + 1])
+            for path, file_blocks in by_file.items():
+                if not any(name in b.domains() for b in file_blocks):
+                    continue
+                steps.append(
+                    (
+                        f"{k:04d}/{path}",
+                        compose(states[path], file_blocks, before),
+                        compose(states[path], file_blocks, after),
+                    )
+                )
+        step_diff = _diff_pairs(steps, work / "steps", context=3)
+    per_step: dict[int, list[FilePatch]] = {}
+    for fp in step_diff:
+        k, _, rest = fp.path.partition("/")
+        fp.old_path = fp.old_path.split("/", 1)[1] if fp.old_path else None
+        fp.new_path = fp.new_path.split("/", 1)[1] if fp.new_path else None
+        per_step.setdefault(int(k), []).append(fp)
+    patches = []
+    for k, name in enumerate(order):
+        domain = classifier.by_name(name)
+        commits = sorted({c for b in blocks if name in b.domains() for c in b.commits})
+        filename = f"{k + 1:04d}-{name}.patch"
+        patches.append(SplitPatch(number=k + 1, domain=name, title=domain.title, filename=filename,
+                                  files=per_step.get(k, []), source_commits=commits,
+                                  tests=list(domain.tests)))  # fmt: skip
+    series = Series(base=pin or Pin(source="path", path=str(base.root)), patches=patches,
+                    commits=replay.commits, assignments=assignments(blocks),
+                    path_prefix=prefix)  # fmt: skip
+    texts = {p.filename: render_diff(p.files) for p in patches}
+    return SplitResult(series=series, texts=texts, states=states)
+
+
+def assignments(blocks: list[Block]) -> list[Assignment]:
+    """One record per (block, domain), grouped into the -U3 hunks a reviewer sees."""
+    records: list[Assignment] = []
+    hunk_of: dict[str, tuple[int, int]] = {}  # path → (hunk number, last base line)
+    for block in sorted(blocks, key=lambda b: (b.path, b.old_index)):
+        number, last = hunk_of.get(block.path, (-1, -(10**9)))
+        if block.old_index - last > 6:
+            number += 1
+        hunk_of[block.path] = (number, block.old_index + len(block.old))
+        for name in block.domains():
+            olds = [v for v in block.old_domains if v.domain == name]
+            news = [v for v in block.new_domains if v.domain == name]
+            reason = (olds + news)[0].reason
+            records.append(Assignment(
+                file=block.path, old_line=block.old_index + 1, new_line=block.new_line,
+                added=len(news) if block.new else 0, removed=len(olds) if block.old else 0,
+                domain=name, rule=reason, hunk=number, commits=block.commits,
+            ))  # fmt: skip
+    hunk_domains: dict[tuple[str, int], set[str]] = {}
+    for rec in records:
+        hunk_domains.setdefault((rec.file, rec.hunk), set()).add(rec.domain)
+    for rec in records:
+        rec.mixed = len(hunk_domains[(rec.file, rec.hunk)]) > 1
+    return records
+
+
+def _diff_pairs(pairs: list[tuple[str, Side, Side]], work: Path, context: int) -> list[FilePatch]:
+    """One ``git diff --no-index`` over many (path, old, new) pairs; paths come back repo-relative."""
+    a, b = work / "a", work / "b"
+    for rel, (old, old_mode), (new, new_mode) in pairs:
+        _write(a / rel, old, old_mode)
+        _write(b / rel, new, new_mode)
+    a.mkdir(parents=True, exist_ok=True)
+    b.mkdir(parents=True, exist_ok=True)
+    text = git.diff_no_index(Path("a"), Path("b"), cwd=work, context=context)
+    files = parse_diff(text.decode("utf-8", errors="surrogateescape").split("\n"), "git-diff")
+    for fp in files:
+        fp.old_path = fp.old_path.split("/", 1)[1] if fp.old_path else None
+        fp.new_path = fp.new_path.split("/", 1)[1] if fp.new_path else None
+        fp.source = ""
+    return files
+
+
+def _write(path: Path, data: bytes | None, mode: str | None) -> None:
+    if data is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    if mode == "100755":
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def compute_dependencies(base: BaseTree, patches: list[SplitPatch]) -> None:
+    """Set ``depends_on``: the smallest earlier set without which a patch does not apply to base."""
+    for k, patch in enumerate(patches):
+        if _applies(base, [patch]):
+            continue
+        touched = {fp.old_path for fp in patch.files if fp.old_path}
+        needed = [p for p in patches[:k] if touched & {fp.path for fp in p.files}]
+        for candidate in list(needed):
+            trial = [p for p in needed if p is not candidate]
+            if _applies(base, [*trial, patch]):
+                needed = trial
+        patch.depends_on = [p.domain for p in needed]
+
+
+def _applies(base: BaseTree, patches: list[SplitPatch]) -> bool:
+    tree: dict[str, bytes | None] = {}
+    for patch in patches:
+        for fp in patch.files:
+            key = fp.old_path or fp.new_path or ""
+            old = tree[key] if key in tree else base.read(key) if fp.old_path else None
+            try:
+                new = apply_file_patch(old, fp)
+            except HunkMismatch:
+                return False
+            if fp.old_path and fp.old_path != fp.new_path:
+                tree[fp.old_path] = None
+            if fp.new_path:
+                tree[fp.new_path] = new
+    return True

@@ -1,0 +1,120 @@
+"""The content-addressed cache: its layout, atomic entry creation, locking and JSON results.
+
+Layout under ``cache_root()``::
+
+    <kind>/<key>/          an entry, e.g. sdist/<sha256>/, base/index-<sha256>/
+    <kind>/<key>.json      a cached result, e.g. baseline/<hash>.json
+    <kind>/.<key>.lock     serialises builders of one entry
+    <kind>/.tmp-*          entries being built (renamed into place when complete)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def cache_root() -> Path:
+    """``$PATCHKIT_CACHE``, else ``$XDG_CACHE_HOME/patchkit``, else ``~/.cache/patchkit``."""
+    if explicit := os.environ.get("PATCHKIT_CACHE"):
+        return Path(explicit).expanduser()
+    if xdg := os.environ.get("XDG_CACHE_HOME"):
+        return Path(xdg).expanduser() / "patchkit"
+    return Path.home() / ".cache" / "patchkit"
+
+
+def _checked(name: str) -> str:
+    if not _NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"not a valid cache name: {name!r}")
+    return name
+
+
+def store_dir(kind: str, key: str) -> Path:
+    """Where the entry ``kind/key`` lives (it may not exist yet)."""
+    return cache_root() / _checked(kind) / _checked(key)
+
+
+def json_path(kind: str, key: str) -> Path:
+    return cache_root() / _checked(kind) / f"{_checked(key)}.json"
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` body."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def entry_lock(kind: str, key: str) -> contextlib.AbstractContextManager[None]:
+    return file_lock(cache_root() / _checked(kind) / f".{_checked(key)}.lock")
+
+
+def build_entry(kind: str, key: str, build: Callable[[Path], None]) -> Path:
+    """Return the entry ``kind/key``, building it with ``build(tmp_dir)`` if it does not exist.
+
+    ``build`` fills an empty directory beside the final one, which is then renamed into place,
+    so an entry is either complete or absent. If ``build`` raises, nothing is kept. Builders
+    are serialised by a lock; a builder that still loses a race uses the winner's entry.
+    """
+    final = store_dir(kind, key)
+    if final.is_dir():
+        return final
+    with entry_lock(kind, key):
+        if final.is_dir():
+            return final
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+        try:
+            build(tmp)
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if not final.is_dir():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def remove_entry(kind: str, key: str) -> None:
+    """Delete an entry (e.g. one found corrupt), under its lock."""
+    with entry_lock(kind, key):
+        shutil.rmtree(store_dir(kind, key), ignore_errors=True)
+
+
+def get_json(kind: str, key: str) -> Any | None:
+    """The cached JSON result ``kind/key``, or None when absent (or unreadable)."""
+    try:
+        return json.loads(json_path(kind, key).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def put_json(kind: str, key: str, obj: Any) -> Path:
+    """Store ``obj`` as the JSON result ``kind/key`` atomically; return its path."""
+    path = json_path(kind, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(obj, handle, indent=2, sort_keys=True, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
