@@ -164,16 +164,19 @@ class Classifier:
             return LineVerdict(self.fallback.name, "fallback domain")
         return None
 
-    def anchor(self, path: str, text: str) -> LineVerdict | None:
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one classifier per split, paths repeat
+    def _pattern_rules(self, path: str) -> list[tuple[str, str, re.Pattern[str]]]:
+        rules = []
         for domain, rule, patterns in self._compiled:
-            if not patterns:
-                continue
-            glob = path_matches(path, rule.paths)
-            if not glob:
-                continue
-            for pattern in patterns:
-                if pattern.search(text):
-                    return LineVerdict(domain.name, f"pattern /{pattern.pattern}/ in {glob}")
+            glob = path_matches(path, rule.paths) if patterns else None
+            if glob:
+                rules += [(domain.name, glob, pattern) for pattern in patterns]
+        return rules
+
+    def anchor(self, path: str, text: str) -> LineVerdict | None:
+        for name, glob, pattern in self._pattern_rules(path):
+            if pattern.search(text):
+                return LineVerdict(name, f"pattern /{pattern.pattern}/ in {glob}")
         return None
 
     def classify_lines(self, path: str, lines: list[str], where: str) -> list[LineVerdict]:

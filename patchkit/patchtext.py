@@ -7,35 +7,64 @@ without trailing context must match at the end.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from patchkit import git
 from patchkit.model import FilePatch, Hunk
 
 NO_NEWLINE = "\\ No newline at end of file"
 
 
-@dataclass
 class HunkMismatch(Exception):
-    """A hunk whose preimage is not in the file: what was expected, what was found, the nearest."""
+    """A hunk whose preimage is not in the file: what was expected, what was found, the nearest.
 
-    path: str
-    hunk_index: int
-    hunk_header: str
-    expected: list[str]
-    found: list[str]
-    expected_line: int
-    closest_line: int | None = None
-    closest_offset: int | None = None
-    closest_similarity: float = 0.0
+    The closest-match search is done only when the message is asked for, so probing whether a
+    patch applies (dependency computation) stays cheap.
+    """
+
+    def __init__(self, path: str, hunk_index: int, hunk: Hunk, lines: list[str], old: list[str],
+                 want: int, floor: int) -> None:  # fmt: skip
+        super().__init__(path)
+        self.path = path
+        self.hunk_index = hunk_index
+        self.hunk_header = hunk.header()
+        self.expected = old
+        self.found = lines[max(want, 0) : max(want, 0) + len(old)]
+        self.expected_line = want + 1
+        self._lines, self._floor = lines, floor
+
+    def closest(self) -> tuple[int | None, float]:
+        """0-based index of the most similar window at or after the floor, and its similarity."""
+        old, lines, want = self.expected, self._lines, self.expected_line - 1
+        best_at, best_score = None, 0.0
+        if old:
+            for at in range(self._floor, max(self._floor, len(lines) - len(old)) + 1):
+                window = lines[at : at + len(old)]
+                score = sum(a == b for a, b in zip(window, old)) / len(old)
+                closer = best_at is None or abs(at - want) < abs(best_at - want)
+                if score > best_score or (score == best_score and score > 0 and closer):
+                    best_at, best_score = at, score
+        return best_at, best_score
+
+    def to_dict(self) -> dict:
+        at, score = self.closest()
+        want = self.expected_line - 1
+        return {
+            "path": self.path,
+            "hunk": self.hunk_index + 1,
+            "header": self.hunk_header,
+            "expected_line": self.expected_line,
+            "expected": self.expected,
+            "found": self.found,
+            "closest_line": at + 1 if at is not None else None,
+            "closest_offset": at - want if at is not None else None,
+            "closest_similarity": round(score, 3),
+        }
 
     def __str__(self) -> str:
+        at, score = self.closest()
         near = ""
-        if self.closest_line is not None:
-            near = (
-                f"; closest match at line {self.closest_line} (offset {self.closest_offset:+d},"
-                f" {self.closest_similarity:.0%} of lines equal)"
-            )
+        if at is not None:
+            offset = at - (self.expected_line - 1)
+            near = f"; closest match at line {at + 1} (offset {offset:+d}, {score:.0%} of lines equal)"
         first_diff = next(
             (k for k, (e, f) in enumerate(zip(self.expected, self.found)) if e != f),
             min(len(self.expected), len(self.found)),
@@ -99,7 +128,7 @@ def apply_file_patch(old: bytes | None, fp: FilePatch) -> bytes | None:
     lines = apply_hunks(lines, fp.hunks, fp.path)
     if fp.is_deleted:
         if lines:
-            raise HunkMismatch(fp.path, 0, "(delete)", [], lines[:3], 1)
+            raise HunkMismatch(fp.path, 0, Hunk(1, 0, 0, 0, []), lines, [], 0, 0)
         return None
     return join_lines(lines)
 
@@ -126,7 +155,7 @@ def splice_plan(lines: list[str], hunks: list[Hunk], path: str) -> list[tuple[in
         want = anchor + delta
         at = _locate(lines, old, want, pos, hunk)
         if at is None:
-            raise _mismatch(lines, old, want, pos, hunk, index, path)
+            raise HunkMismatch(path, index, hunk, lines, old, want, pos)
         delta = at - anchor
         plan.append((at, len(old), new))
         pos = at + len(old)
@@ -163,28 +192,6 @@ def _nearest_first(want: int, low: int, high: int):
             yield want - step
         if want + step <= high:
             yield want + step
-
-
-def _mismatch(lines, old, want, floor, hunk, index, path) -> HunkMismatch:
-    best_at, best_score = None, 0.0
-    if old:
-        for at in range(floor, max(floor, len(lines) - len(old)) + 1):
-            window = lines[at : at + len(old)]
-            score = sum(a == b for a, b in zip(window, old)) / len(old)
-            closer = best_at is None or abs(at - want) < abs(best_at - want)
-            if score > best_score or (score == best_score and score > 0 and closer):
-                best_at, best_score = at, score
-    return HunkMismatch(
-        path=path,
-        hunk_index=index,
-        hunk_header=hunk.header(),
-        expected=old,
-        found=lines[max(want, 0) : max(want, 0) + len(old)],
-        expected_line=want + 1,
-        closest_line=best_at + 1 if best_at is not None else None,
-        closest_offset=(best_at - want) if best_at is not None else None,
-        closest_similarity=best_score,
-    )
 
 
 def preimage_matches(fp: FilePatch, old: bytes | None) -> bool:
