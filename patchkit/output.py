@@ -11,7 +11,9 @@ from patchkit.model import Replay, Series
 def _console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 160  # pipes and CI logs: do not squeeze tables to 80
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
 
 
 def error(message: str) -> None:
@@ -55,14 +57,16 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
 
 
 def explain_table(series: Series) -> None:
-    from rich.table import Table
-
-    table = Table(title="hunk -> domain -> why")
-    for column in ("file", "hunk", "base line", "+/-", "domain", "rule", "commits"):
-        table.add_column(column)
+    """One line per changed block: where it is, where it went, and the rule that decided."""
+    console = _console()
+    console.print("hunk -> domain -> why (base line; commits are 1-based replay positions)", markup=False)
     for rec in series.assignments:
-        mixed = " (mixed)" if rec.mixed else ""
-        table.add_row(rec.file, f"{rec.hunk + 1}{mixed}", str(rec.old_line),
-                      f"+{rec.added}/-{rec.removed}", rec.domain, rec.rule,
-                      ",".join(str(c + 1) for c in rec.commits))  # fmt: skip
-    _console().print(table)
+        mixed = ", mixed hunk" if rec.mixed else ""
+        commits = ",".join(str(c + 1) for c in rec.commits) or "-"
+        console.print(
+            f"  {rec.file}:{rec.old_line} (hunk {rec.hunk + 1}{mixed}) +{rec.added}/-{rec.removed}"
+            f" -> {rec.domain}  [{rec.rule}]  commits {commits}",
+            markup=False,
+            overflow="ignore",
+            crop=False,
+        )

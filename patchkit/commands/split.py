@@ -23,13 +23,13 @@ def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pi
         raise UserError("give --base or --pin, not both")
     if base is not None:
         return BaseTree(base), Pin(source="path", path=str(base.resolve()))
-    from patchkit.config import find_project_config, load_project_config
+    from patchkit.config import find_project_config, load_pin
     from patchkit.pin import prepare_base
 
     config_path = pin_file or find_project_config(Path.cwd())
     if config_path is None:
         raise UserError("no base: pass --base DIR or --pin patchkit.toml (none found from here up)")
-    pin = load_project_config(config_path).target
+    pin = load_pin(config_path)
     return BaseTree(prepare_base(pin)), pin
 
 
