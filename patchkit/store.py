@@ -80,6 +80,7 @@ def build_entry(kind: str, key: str, build: Callable[[Path], None]) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
         try:
             build(tmp)
+            tmp.chmod(0o755)  # mkdtemp makes it 0700
             try:
                 os.rename(tmp, final)
             except OSError:

@@ -41,11 +41,14 @@ class FakeIndex:
         self.files: dict[str, bytes] = {}
         self.listed: dict[str, str | None] = {}
         self.requests: list[str] = []
+        self.auth: list[str] = []
         index = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 index.requests.append(self.path)
+                if auth := self.headers.get("Authorization"):
+                    index.auth.append(auth)
                 if self.path == "/simple/demo-pkg/":
                     accept = self.headers.get("Accept", "")
                     assert "application/vnd.pypi.simple.v1+json" in accept
@@ -124,6 +127,16 @@ def test_index_url_defaults_to_pypi() -> None:
     assert pin.index_urls() == ["https://pypi.org/simple/"]
 
 
+def test_moved_names_are_re_exported_from_pin() -> None:
+    from patchkit import archive
+    from patchkit import index as index_module
+
+    for name in ("PYPI_SIMPLE", "index_url", "index_urls", "download_sdist"):
+        assert getattr(pin, name) is getattr(index_module, name)
+    for name in ("extract_archive", "tree_hash"):
+        assert getattr(pin, name) is getattr(archive, name)
+
+
 def test_pip_index_url_env_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     conf = tmp_path / "pip.conf"
     conf.write_text("[global]\nindex-url = https://conf.example/simple\n")
@@ -170,9 +183,7 @@ def test_prepare_index_base_and_cache_hit(sdist: str, index: FakeIndex) -> None:
     assert index.downloads() == 1
 
 
-def test_sha256_mismatch_refused_and_nothing_cached(
-    sdist: str, index: FakeIndex, isolated: Path
-) -> None:
+def test_sha256_mismatch_refused_and_nothing_cached(sdist: str, index: FakeIndex, isolated: Path) -> None:
     index.listed["demo_pkg-1.0.tar.gz"] = None  # the index lists no hash: caught on download
     wrong = "0" * 64
     with pytest.raises(CheckFailed) as err:
@@ -193,8 +204,19 @@ def test_index_listed_hash_must_match_pin(sdist: str, index: FakeIndex) -> None:
 
 
 def test_missing_sdist_is_a_user_error(index: FakeIndex) -> None:
-    with pytest.raises(UserError, match="no sdist demo-pkg-1.0"):
-        pin.download_sdist(NAME, VERSION, "a" * 64)
+    with pytest.raises(UserError, match="no sdist other-1.0 on http://127.0.0.1"):
+        pin.download_sdist("other", VERSION, "a" * 64)
+
+
+def test_index_credentials_sent_and_never_printed(
+    sdist: str, index: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PIP_INDEX_URL", index.url.replace("http://", "http://user:s3cret@"))
+    pin.download_sdist(NAME, VERSION, sdist)
+    assert index.auth == ["Basic dXNlcjpzM2NyZXQ="] * 2  # the page and the file it links to
+    with pytest.raises(UserError) as err:
+        pin.download_sdist("other", VERSION, "a" * 64)
+    assert "s3cret" not in str(err.value) and "//***@127.0.0.1" in str(err.value)
 
 
 def test_corrupt_cached_sdist_is_fetched_again(sdist: str, index: FakeIndex) -> None:
@@ -261,6 +283,9 @@ def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile
         (_member("pkg-1.0/etc", tarfile.SYMTYPE, "/etc"), "absolute path '/etc'"),
         (_member("pkg-1.0/up", tarfile.SYMTYPE, "../../x"), "outside the archive"),
         (_member("pkg-1.0/hard", tarfile.LNKTYPE, "../x"), "outside the archive"),
+        (_member("pkg-1.0/hard", tarfile.LNKTYPE, "other/x"), "outside the archive"),
+        (_member("pkg-1.0/top", tarfile.SYMTYPE, ".."), "outside the archive"),
+        (_member("pkg-1.0/d/top", tarfile.SYMTYPE, "../.."), "outside the archive"),
         (_member("pkg-1.0/dev", tarfile.CHRTYPE), "device"),
         (_member("pkg-1.0/fifo", tarfile.FIFOTYPE), "device"),
     ],
@@ -342,9 +367,7 @@ def test_git_source_missing_blobs_takes_what_exists(tmp_path: Path) -> None:
     assert marker["paths"] == ["vllm", "tests"]
 
 
-def test_git_remote_is_fetched_into_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_git_remote_is_fetched_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = tmp_path / "repo"
     rev = _repo(repo, {"vllm/a.py": "A = 1\n"})
     monkeypatch.setattr(pin, "_is_local", lambda url: False)  # treat file:// as a remote

@@ -1,0 +1,252 @@
+"""The package index: pip's index settings, PEP 691/503 project pages, verified sdist download.
+
+The sdist's sha256 is checked against the pin (and against the hash the index lists) while it
+downloads; a mismatching file is never kept, and a cached sdist is re-hashed when it is reused.
+Re-exported by ``patchkit.pin``.
+"""
+
+from __future__ import annotations
+
+import base64
+import configparser
+import hashlib
+import json
+import os
+import re
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
+from urllib.request import url2pathname
+
+from patchkit import store
+from patchkit.archive import _CHUNK, _sha256_file
+from patchkit.errors import CheckFailed, UserError
+
+PYPI_SIMPLE = "https://pypi.org/simple/"
+_ACCEPT = ", ".join(
+    [
+        "application/vnd.pypi.simple.v1+json",
+        "application/vnd.pypi.simple.v1+html;q=0.2",
+        "text/html;q=0.1",
+    ]
+)
+
+
+# --------------------------------------------------------------------------- index settings
+
+
+def _pip_config_files() -> list[Path]:
+    """pip's configuration files, lowest precedence first (as pip loads them)."""
+    env_file = os.environ.get("PIP_CONFIG_FILE")
+    if env_file == os.devnull:
+        return []
+    xdg_dirs = os.environ.get("XDG_CONFIG_DIRS") or "/etc/xdg"
+    files = [Path(d) / "pip" / "pip.conf" for d in xdg_dirs.split(os.pathsep) if d]
+    files.append(Path("/etc/pip.conf"))
+    if not (env_file and Path(env_file).exists()):
+        config_home = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+        files += [Path.home() / ".pip" / "pip.conf", Path(config_home) / "pip" / "pip.conf"]
+    files.append(Path(sys.prefix) / "pip.conf")
+    if env_file:
+        files.append(Path(env_file))
+    return files
+
+
+def _pip_config() -> dict[str, str]:
+    parser = configparser.RawConfigParser(strict=False)
+    for path in _pip_config_files():
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError, OSError):
+            continue  # pip would complain; for finding an index we just skip the file
+    values: dict[str, str] = {}
+    for section in ("global", "download"):
+        if parser.has_section(section):
+            values.update({k.replace("_", "-"): v for k, v in parser.items(section)})
+    return values
+
+
+def index_url() -> str:
+    """The primary package index: PIP_INDEX_URL, else pip's config ``index-url``, else PyPI."""
+    return os.environ.get("PIP_INDEX_URL") or _pip_config().get("index-url") or PYPI_SIMPLE
+
+
+def index_urls() -> list[str]:
+    """The primary index followed by pip's extra indexes (env or config), without duplicates.
+
+    Safe to search them all: the pin's sha256 decides what is accepted, not the index.
+    """
+    extra = os.environ.get("PIP_EXTRA_INDEX_URL") or _pip_config().get("extra-index-url", "")
+    urls = [index_url(), *extra.split()]
+    return list(dict.fromkeys(u.rstrip("/") + "/" for u in urls))
+
+
+# --------------------------------------------------------------------------- index lookup
+
+
+class _Links(HTMLParser):
+    """The ``<a href>`` links of a PEP 503 HTML project page as (href, text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []
+        self._href: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._href = dict(attrs).get("href") or ""
+            self.links.append((self._href, ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None:
+            href, text = self.links[-1]
+            self.links[-1] = (href, text + data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._href = None
+
+
+_credentials: dict[str, str] = {}  # host[:port] -> "user:password" seen in an index URL
+
+
+def _urlopen(url: str, headers: dict[str, str], timeout: float):  # noqa: ANN202
+    """urlopen with HTTP basic auth taken from ``user:password@`` in the URL (or in an earlier
+    index URL of the same host, as pip does, so files the index links to get it too)."""
+    parts = urlparse(url)
+    host = parts.netloc.rpartition("@")[2]
+    if parts.username is not None:
+        _credentials[host] = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        url = parts._replace(netloc=host).geturl()
+    if userinfo := _credentials.get(host):
+        basic = base64.b64encode(userinfo.encode()).decode()
+        headers = {**headers, "Authorization": f"Basic {basic}"}
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
+
+
+def _redact(url: str) -> str:
+    """``url`` without the password an index URL may carry."""
+    return re.sub(r"//[^/@]*@", "//***@", url)
+
+
+def _project_files(page_url: str) -> list[tuple[str, str, str | None]] | None:
+    """(filename, absolute url, listed sha256) of a project page; None when it does not exist."""
+    if urlparse(page_url).scheme == "file":
+        page = Path(url2pathname(urlparse(page_url).path))
+        if page.is_dir():
+            page = page / "index.html"
+        if not page.is_file():
+            return None
+        body, ctype = page.read_bytes(), "text/html"
+    else:
+        try:
+            with _urlopen(page_url, {"Accept": _ACCEPT}, timeout=60) as response:
+                body, ctype = response.read(), response.headers.get_content_type()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise UserError(f"{_redact(page_url)}: HTTP {exc.code} {exc.reason}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise UserError(f"{_redact(page_url)}: cannot reach the index ({exc})") from None
+    if ctype.endswith("json"):
+        try:
+            return [
+                (f["filename"], urljoin(page_url, f["url"]), f.get("hashes", {}).get("sha256"))
+                for f in json.loads(body)["files"]
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UserError(f"{_redact(page_url)}: not a PEP 691 project page ({exc})") from None
+    parser = _Links()
+    parser.feed(body.decode("utf-8", errors="replace"))
+    found = []
+    for href, text in parser.links:
+        url, fragment = urldefrag(urljoin(page_url, href))
+        listed = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
+        found.append((text.strip() or PurePosixPath(urlparse(url).path).name, url, listed))
+    return found
+
+
+def _is_sdist_of(filename: str, name: str, version: str) -> bool:
+    from patchkit.pin import normalize_name  # here, not at the top: pin imports this module
+
+    for ext in (".tar.gz", ".zip"):
+        if filename.lower().endswith(ext):
+            project, _, file_version = filename[: -len(ext)].rpartition("-")
+            return normalize_name(project) == normalize_name(name) and file_version == version
+    return False
+
+
+def _find_sdist(name: str, version: str) -> tuple[str, str, str | None]:
+    """(filename, url, listed sha256) of the sdist, from the first index that has it."""
+    from patchkit.pin import normalize_name  # here, not at the top: pin imports this module
+
+    searched = []
+    for index in index_urls():
+        page_url = f"{index}{normalize_name(name)}/"
+        searched.append(page_url)
+        files = [f for f in _project_files(page_url) or [] if _is_sdist_of(f[0], name, version)]
+        if files:
+            return min(files, key=lambda f: not f[0].endswith(".tar.gz"))
+    raise UserError(f"no sdist {name}-{version} on {', '.join(map(_redact, searched))}")
+
+
+# --------------------------------------------------------------------------- download
+
+
+def _chunks(response, total: int | None, label: str) -> Iterator[bytes]:
+    """Read ``response`` in chunks, with a rich progress bar when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        while chunk := response.read(_CHUNK):
+            yield chunk
+        return
+    from rich.console import Console
+    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+    columns = (*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        while chunk := response.read(_CHUNK):
+            progress.advance(task, len(chunk))
+            yield chunk
+
+
+def _download(url: str, dest: Path, expected: str) -> None:
+    """Stream ``url`` to ``dest``; CheckFailed (and no file left) unless its sha256 matches."""
+    digest = hashlib.sha256()
+    try:
+        with _urlopen(url, {}, timeout=120) as response, open(dest, "wb") as out:
+            total = int(response.headers.get("Content-Length") or 0) or None
+            for chunk in _chunks(response, total, dest.name):
+                digest.update(chunk)
+                out.write(chunk)
+    except (urllib.error.URLError, OSError) as exc:
+        dest.unlink(missing_ok=True)
+        raise UserError(f"{_redact(url)}: download failed ({exc})") from None
+    if digest.hexdigest() != expected:
+        dest.unlink()
+        raise CheckFailed(f"{dest.name}: sha256 mismatch: expected {expected}, got {digest.hexdigest()}")
+
+
+def download_sdist(name: str, version: str, sha256: str) -> Path:
+    """The verified sdist ``name-version``, from the cache or downloaded into it (by sha256)."""
+    expected = sha256.lower()
+    entry = store.store_dir("sdist", expected)
+    cached = sorted(entry.glob("*")) if entry.is_dir() else []
+    if cached and _sha256_file(cached[0]) == expected:
+        return cached[0]
+    if entry.is_dir():
+        store.remove_entry("sdist", expected)  # corrupt: never keep a mismatching file
+
+    def build(tmp: Path) -> None:
+        filename, url, listed = _find_sdist(name, version)
+        if listed and listed.lower() != expected:
+            raise CheckFailed(
+                f"{filename}: sha256 mismatch: the pin expects {expected}, the index lists {listed}"
+            )
+        _download(url, tmp / filename, expected)
+
+    return next(store.build_entry("sdist", expected, build).iterdir())
