@@ -1,0 +1,183 @@
+"""``patchkit apply``: a series (and overlays) onto a checkout or an installed vllm, all or nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+from patchkit import apply, journal, output
+from patchkit.errors import EXIT_OK, CheckFailed, UserError
+from patchkit.lock import target_lock
+from patchkit.overlays import load_overlays
+from patchkit.seriesio import load_entries, load_split_json
+
+TARGETS = ("checkout", "site-packages")
+
+
+def resolve_series_dir(series_dir: Path | None) -> Path:
+    if series_dir is not None:
+        return series_dir
+    from patchkit.config import project_config
+
+    return project_config().series.dir
+
+
+def resolve_target(
+    kind: str, path: Path | None, python: str | None, site_packages: Path | None
+) -> apply.Target:
+    if kind not in TARGETS:
+        raise UserError(f"--target must be one of {', '.join(TARGETS)}, got {kind!r}")
+    if kind == "checkout":
+        if path is None:
+            raise UserError("--target checkout needs --path DIR")
+        if python or site_packages:
+            raise UserError("--python / --site-packages go with --target site-packages")
+        return apply.checkout_target(path)
+    if path is not None:
+        raise UserError("--path goes with --target checkout")
+    if python and site_packages:
+        raise UserError("give --python or --site-packages, not both")
+    return apply.site_packages_target(python, site_packages)
+
+
+def recover_note(target: apply.Target) -> None:
+    if note := journal.recover(target.state_dir):
+        output.info(f"recovered: {note}")
+
+
+def series_version(series_dir: Path) -> tuple[str | None, str]:
+    """The vllm version the series is pinned to, and where that was read."""
+    series = load_split_json(series_dir)
+    if series is not None and series.base.version:
+        return series.base.version, str(series_dir / "split.json")
+    from patchkit.config import project_config
+
+    config = project_config()
+    if config.target is not None and config.target.version:
+        return config.target.version, str(config.file)
+    return None, ""
+
+
+def check_version(target: apply.Target, series_dir: Path, force: bool) -> str:
+    if target.dist is None:
+        return ""
+    pinned, where = series_version(series_dir)
+    installed = target.dist.version
+    if pinned is None:
+        return f"series pin names no version; installed {installed} not checked"
+    if pinned.lstrip("v") == installed.lstrip("v"):
+        return f"installed {installed} matches the pin ({where})"
+    reason = f"installed {target.dist.name} {installed} is not the pinned {pinned} ({where})"
+    if not force:
+        raise CheckFailed(f"{reason}; pass --force to apply anyway")
+    return f"{reason}; applying anyway (--force)"
+
+
+def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,
+        site_packages: Path | None, check: bool, reverse: bool, recover: bool, force: bool,
+        json_out: Path | None, lock_timeout: float) -> int:  # fmt: skip
+    target = resolve_target(kind, path, python, site_packages)
+    output.info(f"target: {target.describe()}")
+    report: dict = {"command": "apply", "target": target.to_dict(), "check": check, "reverse": reverse}
+    # --check writes nothing, not even the lock file, when nothing was ever applied here
+    lock = (contextlib.nullcontext() if check and not target.state_dir.exists()
+            else target_lock(target.state_dir, lock_timeout, target.describe()))  # fmt: skip
+    with lock:
+        if check:
+            apply.require_no_journal(target)
+        else:
+            recover_note(target)
+        if recover:
+            report["action"] = "recovered"
+        elif reverse:
+            _reverse(target, check, force, report)
+        else:
+            _apply(resolve_series_dir(series_dir), target, check, force, report)
+    if json_out is not None:
+        json_out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return EXIT_OK
+
+
+def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, report: dict) -> None:
+    entries = load_entries(series_dir)
+    overlays = load_overlays(*[d for d in (series_dir, _project_root()) if d is not None])
+    identity = apply.series_identity(entries, overlays)
+    report["series_dir"] = str(series_dir)
+    state = apply.load_state(target)
+    if state is not None:
+        if state["patches"] != identity:
+            raise CheckFailed(f"{target.describe()} already has the series from {state['series_dir']} "
+                              "applied (different patches); reverse it first")  # fmt: skip
+        if drifted := apply.drift(target, state):
+            raise CheckFailed(f"the series is applied but {len(drifted)} file(s) changed since: {drifted[0]}")
+        output.info(f"already applied: {len(entries)} patch(es) from {state['series_dir']}; nothing to do")
+        report["action"] = "already-applied"
+        return
+    if note := check_version(target, series_dir, force):
+        output.info(note)
+    plan = apply.plan_series(target, entries, overlays)
+    for rel in plan.skipped:
+        output.info(f"skipped (not part of the installed package): {rel}")
+    report.update(skipped=plan.skipped, problems=plan.problems, files=_files(plan))
+    if plan.problems:
+        for problem in plan.problems:
+            output.error(f"preimage mismatch: {problem}")
+        raise CheckFailed(f"{len(plan.problems)} preimage mismatch(es); nothing was changed")
+    _print_files(plan)
+    if check:
+        output.info(f"check: {len(entries)} patch(es), {len(overlays)} overlay(s) would change "
+                    f"{len(plan.changes)} file(s); nothing written")  # fmt: skip
+        report["action"] = "check"
+        return
+    state = apply.new_state(target, series_dir, identity)
+    for note in apply.commit_plan(target, plan, state):
+        output.info(note)
+    output.info(f"applied {len(entries)} patch(es), {len(overlays)} overlay(s): "
+                f"{len(plan.changes)} file(s) changed; state in {target.state_dir}")  # fmt: skip
+    report["action"] = "applied"
+
+
+def _reverse(target: apply.Target, check: bool, force: bool, report: dict) -> None:
+    state = apply.load_state(target)
+    if state is None:
+        output.info("nothing applied; nothing to reverse")
+        report["action"] = "nothing-applied"
+        return
+    plan = apply.reverse_plan(target, state, force)
+    report.update(problems=plan.problems, files=_files(plan))
+    if plan.problems:
+        for problem in plan.problems:
+            output.error(problem)
+        raise CheckFailed(f"cannot reverse: {len(plan.problems)} file(s) changed since apply "
+                          "(--force restores the base bytes anyway); nothing was changed")  # fmt: skip
+    _print_files(plan)
+    if check:
+        output.info(f"check: reversing would restore {len(plan.changes)} file(s); nothing written")
+        report["action"] = "check"
+        return
+    for note in apply.commit_reverse(target, plan):
+        output.info(note)
+    output.info(f"reversed the series from {state['series_dir']}: {len(plan.changes)} file(s) restored")
+    report["action"] = "reversed"
+
+
+def _project_root() -> Path | None:
+    from patchkit.config import find_project_config
+
+    found = find_project_config()
+    return found.parent if found else None
+
+
+def _files(plan: apply.Plan) -> list[dict]:
+    out = []
+    for rel, (old, new, _, _) in plan.changes.items():
+        change = "added" if old is None else "removed" if new is None else "modified"
+        out.append({"path": rel, "change": change, "pre_sha256": journal.sha256(old),
+                    "post_sha256": journal.sha256(new)})  # fmt: skip
+    return out
+
+
+def _print_files(plan: apply.Plan) -> None:
+    for item in _files(plan):
+        output.info(f"  {item['change']:<8} {item['path']}")

@@ -1,0 +1,57 @@
+"""``patchkit status``: what is applied where, verified against the recorded hashes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from patchkit import apply, output, sitepackages
+from patchkit.commands.apply import recover_note, resolve_target
+from patchkit.errors import EXIT_FAILED, EXIT_OK
+from patchkit.lock import target_lock
+from patchkit.overlays import load_overlays
+from patchkit.seriesio import load_entries
+
+
+def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,
+        site_packages: Path | None, json_out: Path | None, lock_timeout: float) -> int:  # fmt: skip
+    target = resolve_target(kind, path, python, site_packages)
+    output.info(f"target: {target.describe()}")
+    with target_lock(target.state_dir, lock_timeout, target.describe()):
+        recover_note(target)
+        state = apply.load_state(target)
+        report = {"command": "status", "target": target.to_dict(), "applied": state is not None}
+        problems: list[str] = []
+        if state is None:
+            output.info("nothing applied")
+        else:
+            problems = apply.drift(target, state)
+            names = [p["name"] for p in state["patches"]]
+            output.info(
+                f"applied: {len(names)} patch(es) from {state['series_dir']} at {state['applied_at']}"
+            )
+            for name in names:
+                output.info(f"  {name}")
+            if series_dir is not None:
+                problems += _compare_series(series_dir, state)
+            report.update(series_dir=state["series_dir"], patches=state["patches"], files=state["files"])
+        if target.dist is not None and target.dist.record.is_file():
+            problems += [
+                f"RECORD: {p}" for p in sitepackages.record_problems(target.dist.dist_info, target.root)
+            ]
+    report["problems"] = problems
+    for problem in problems:
+        output.error(f"drift: {problem}")
+    if state is not None and not problems:
+        output.info(f"consistent: all {len(state['files'])} recorded file(s) match their applied sha256")
+    if json_out is not None:
+        json_out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return EXIT_FAILED if problems else EXIT_OK
+
+
+def _compare_series(series_dir: Path, state: dict) -> list[str]:
+    identity = apply.series_identity(load_entries(series_dir), load_overlays(series_dir))
+    if identity == state["patches"]:
+        output.info(f"the applied series is {series_dir} (same patches, same sha256)")
+        return []
+    return [f"the applied series differs from {series_dir}"]

@@ -1,0 +1,52 @@
+"""One exclusive lock per target, held while apply / status / recover work on it."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from patchkit.errors import CheckFailed
+
+LOCK_NAME = "lock"
+
+
+def _holder(path: Path) -> str:
+    try:
+        pid = path.read_text().strip()
+    except OSError:
+        return "unknown"
+    return pid or "unknown"
+
+
+@contextlib.contextmanager
+def target_lock(state_dir: Path, timeout: float, what: str) -> Iterator[None]:
+    """Hold ``state_dir/lock`` exclusively; wait up to ``timeout`` seconds, then CheckFailed
+    naming the holder's pid (written into the lock file by whoever holds it)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise CheckFailed(
+                        f"{what} is locked by pid {_holder(path)} ({path}); gave up after {timeout:g} s"
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
