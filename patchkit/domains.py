@@ -48,8 +48,9 @@ def parse_rules(text: str, name: str) -> list[Domain]:
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise UserError(f"domain name(s) used twice: {duplicated}", name)
-    if sum(d.fallback for d in domains) > 1:
-        raise UserError("more than one domain declares fallback = true", name)
+    fallbacks = [d.name for d in domains if d.fallback]
+    if len(fallbacks) > 1:
+        raise UserError(f"more than one domain declares fallback = true: {fallbacks}", name)
     return domains
 
 
@@ -59,13 +60,13 @@ _DOMAIN_KEYS = {"name", "title", "paths", "patterns", "match", "tests", "fallbac
 def _parse_domain(table: object, where: str) -> Domain:
     if not isinstance(table, dict):
         raise UserError("a [[domain]] entry must be a table", where)
-    unknown = set(table) - _DOMAIN_KEYS
-    if unknown:
-        raise UserError(f"unknown key(s) {sorted(unknown)}", where)
     name = table.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
         raise UserError(f"'name' must be a lower-case slug, got {name!r}", where)
     where = f"{where} ({name})"
+    unknown = set(table) - _DOMAIN_KEYS
+    if unknown:
+        raise UserError(f"unknown key(s) {sorted(unknown)}", where)
     title = table.get("title", {"en": name, "zh": name})
     if isinstance(title, str):
         title = {"en": title, "zh": title}
@@ -106,7 +107,7 @@ def _rule(paths: object, patterns: object, where: str) -> DomainRule:
         try:
             re.compile(pattern)
         except re.error as exc:
-            raise UserError(f"bad regex {pattern!r}: {exc}", where) from exc
+            raise UserError(f"'patterns': bad regex {pattern!r}: {exc}", where) from exc
     return DomainRule(paths=list(paths), patterns=list(patterns))
 
 

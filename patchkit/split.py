@@ -57,6 +57,13 @@ class Block:
     new_domains: list[LineVerdict]
     new_line: int
     commits: list[int]
+    line_commits: list[int | None] = field(default_factory=list)  # per old + new line
+
+    def commits_for(self, name: str) -> list[int]:
+        """Commits behind this block's lines of domain ``name`` (the block's, when unknown)."""
+        verdicts = self.old_domains + self.new_domains
+        mine = {c for v, c in zip(verdicts, self.line_commits) if v.domain == name and c is not None}
+        return sorted(mine) if mine else self.commits
 
     def region(self, chosen: set[str]) -> list[str]:
         kept = [ln for ln, v in zip(self.old, self.old_domains) if v.domain not in chosen]
@@ -104,7 +111,7 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
                 plan = splice_plan(lines, fp.hunks, old_path or new_path or "")
             except HunkMismatch as exc:
                 raise UserError(f"replay does not apply: {exc}", fp.source) from exc
-            new_lines, new_origins = _splice(lines, origins, plan, index, source)
+            new_lines, new_origins = _splice(lines, origins, plan, fp.hunks, index, source)
             if source is not None and source is not target:
                 source.post, source.origins = None, []
                 _touch(source, index)
@@ -127,18 +134,26 @@ def _touch(state: FileState, index: int) -> None:
         state.commits.append(index)
 
 
-def _splice(lines, origins, plan, index, source):
+def _splice(lines, origins, plan, hunks, index, source):
     out_lines: list[str] = []
     out_origins: list[Origin] = []
     pos = 0
-    for at, old_len, new in plan:
+    for (at, old_len, new), hunk in zip(plan, hunks):
         out_lines += lines[pos:at]
         out_origins += origins[pos:at]
-        for origin in origins[at : at + old_len]:
-            if origin[0] is None and origin[1] is not None and source is not None:
-                source.removed_by.setdefault(origin[1], index)
+        old_pos = at
+        for line in hunk.lines:  # context lines keep their origin; only '+' lines are this commit's
+            op = line[:1]
+            if op in " -":
+                origin = origins[old_pos]
+                old_pos += 1
+                if op == " ":
+                    out_origins.append(origin)
+                elif origin[0] is None and origin[1] is not None and source is not None:
+                    source.removed_by.setdefault(origin[1], index)
+            elif op == "+":
+                out_origins.append((index, None))
         out_lines += new
-        out_origins += [(index, None)] * len(new)
         pos = at + old_len
     out_lines += lines[pos:]
     out_origins += origins[pos:]
@@ -163,12 +178,13 @@ def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path)
             verdicts = classifier.classify_lines(fp.path, changed_lines, where)
             old_index = hunk.old_start - 1 if hunk.old_count else hunk.old_start
             new_index = hunk.new_start - 1 if hunk.new_count else hunk.new_start
-            commits = {state.origins[i][0] for i in range(new_index, new_index + len(new))}
-            commits |= {state.removed_by.get(i) for i in range(old_index, old_index + len(old))}
+            line_commits = [state.removed_by.get(i) for i in range(old_index, old_index + len(old))]
+            line_commits += [state.origins[i][0] for i in range(new_index, new_index + len(new))]
             blocks.append(Block(
                 path=fp.path, old_index=old_index, old=old, new=new,
                 old_domains=verdicts[: len(old)], new_domains=verdicts[len(old):],
-                new_line=hunk.new_start, commits=sorted(c for c in commits if c is not None),
+                new_line=hunk.new_start, commits=sorted({c for c in line_commits if c is not None}),
+                line_commits=line_commits,
             ))  # fmt: skip
         if not fp.hunks:  # mode change or empty new/deleted file: a block with no lines
             verdict = classifier.classify_lines(fp.path, ["+"], fp.path)[0]
@@ -235,7 +251,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
     patches = []
     for k, name in enumerate(order):
         domain = classifier.by_name(name)
-        commits = sorted({c for b in blocks if name in b.domains() for c in b.commits})
+        commits = sorted({c for b in blocks if name in b.domains() for c in b.commits_for(name)})
         filename = f"{k + 1:04d}-{name}.patch"
         patches.append(SplitPatch(number=k + 1, domain=name, title=domain.title, filename=filename,
                                   files=per_step.get(k, []), source_commits=commits,
@@ -263,7 +279,7 @@ def assignments(blocks: list[Block]) -> list[Assignment]:
             records.append(Assignment(
                 file=block.path, old_line=block.old_index + 1, new_line=block.new_line,
                 added=len(news) if block.new else 0, removed=len(olds) if block.old else 0,
-                domain=name, rule=reason, hunk=number, commits=block.commits,
+                domain=name, rule=reason, hunk=number, commits=block.commits_for(name),
             ))  # fmt: skip
     hunk_domains: dict[tuple[str, int], set[str]] = {}
     for rec in records:
