@@ -1,0 +1,203 @@
+"""One self-contained HTML report (Jinja2, autoescape on) rendered only from an ``AuditResult``.
+
+Diff line ids: ``p{P}-f{F}`` (file), ``p{P}-f{F}-h{H}`` (hunk header), ``p{P}-f{F}-l{N}`` (post-image
+line N: context and added lines), ``p{P}-f{F}-o{N}`` (pre-image line N of a removed line).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import keyword
+import re
+from collections import Counter
+from typing import Any
+
+import jinja2
+
+from patchkit.errors import UserError
+from patchkit.guide import PRE_IMAGE_KINDS
+from patchkit.model import AuditResult, PatchAudit
+from patchkit.parse import parse_diff
+from patchkit.report.i18n import t
+
+_KEYWORDS = "|".join(keyword.kwlist)
+_TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
+KNOWN_DETAIL_KEYS = {"findings", "commits", "tests", "reason", "rule"}
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("patchkit.report", "templates"),
+        autoescape=True,  # every string from the input is escaped; no |safe on input anywhere
+        undefined=jinja2.ChainableUndefined,  # gate details vary by gate: missing keys render empty
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["code_spans"] = code_spans
+    return env
+
+
+def code_spans(text: str) -> list[tuple[bool, str]]:
+    """Message text split on backticks: (is_code, text) pairs; the template escapes both."""
+    return [(i % 2 == 1, part) for i, part in enumerate(str(text).split("`")) if part]
+
+
+def render_html(result: AuditResult, lang: str) -> str:
+    patches = [_patch_view(i + 1, pa, lang) for i, pa in enumerate(result.patches)]
+    counts = Counter(pa.verdict for pa in result.patches)
+    domains: dict[str, list[dict]] = {}
+    for view in patches:
+        domains.setdefault(view["audit"].domain, []).append(view)
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            r=result,
+            lang=lang,
+            _=lambda key, **kw: t(key, lang, **kw),
+            patches=patches,
+            domains=domains,
+            counts=counts,
+            base=_pin_text(result),
+        )
+    )
+
+
+def _pin_text(result: AuditResult) -> str:
+    pin = result.base
+    parts = [pin.name, pin.version, pin.rev, pin.path, f"sha256 {pin.sha256[:16]}" if pin.sha256 else None]
+    if pin.tree_hash:
+        parts.append(f"tree {pin.tree_hash[:16]}")
+    return " · ".join(p for p in parts if p) + f" ({pin.source})"
+
+
+def _patch_view(number: int, pa: PatchAudit, lang: str) -> dict[str, Any]:
+    prefix = f"p{number}"
+    files = _diff_files(prefix, pa)
+    guide = pa.guide or {}
+    findings = [dict(f, href=_anchor(prefix, files, f)) for f in guide.get("findings", [])]
+    return {
+        "id": prefix,
+        "audit": pa,
+        "title": pa.title.get(lang) or pa.title.get("en") or pa.domain,
+        "files": files,
+        "findings": findings,
+        "priority": guide.get("priority"),
+        "order": guide.get("order", []),
+        "follow_ups": guide.get("follow_ups", []),
+        "gates": [_gate_view(g) for g in pa.gates],
+    }
+
+
+def _gate_view(gate) -> dict[str, Any]:
+    details = gate.details or {}
+    extra = {k: v for k, v in details.items() if k not in KNOWN_DETAIL_KEYS}
+    return {
+        "gate": gate,
+        "findings": details.get("findings") if isinstance(details.get("findings"), list) else [],
+        "commits": details.get("commits") if isinstance(details.get("commits"), list) else [],
+        "tests": details.get("tests") if isinstance(details.get("tests"), list) else [],
+        "reason": details.get("reason"),
+        "rule": details.get("rule"),
+        "extra": json.dumps(extra, indent=1, ensure_ascii=False, default=str) if extra else "",
+    }
+
+
+def _diff_files(prefix: str, pa: PatchAudit) -> list[dict[str, Any]]:
+    if not pa.diff.strip():
+        return []
+    try:
+        parsed = parse_diff(pa.diff.split("\n"), pa.patch)
+    except UserError:  # an unparsable diff is still shown, as plain lines
+        lines = [
+            {"id": f"{prefix}-f1-r{i}", "cls": "ctx", "old": "", "new": "", "tokens": [("", ln)]}
+            for i, ln in enumerate(pa.diff.split("\n"), 1)
+        ]
+        return [{"id": f"{prefix}-f1", "path": pa.patch, "lines": lines, "new_ids": [], "old_ids": []}]
+    files = []
+    for f_index, fp in enumerate(parsed, 1):
+        fid = f"{prefix}-f{f_index}"
+        is_py = fp.path.endswith(".py")
+        lines, new_ids, old_ids = [], [], []
+        for h_index, hunk in enumerate(fp.hunks, 1):
+            lines.append(
+                {
+                    "id": f"{fid}-h{h_index}",
+                    "cls": "hunk",
+                    "old": "",
+                    "new": "",
+                    "tokens": [("", hunk.header())],
+                }
+            )
+            old, new = hunk.old_start, hunk.new_start
+            for raw in hunk.lines:
+                op, text = raw[:1], raw[1:]
+                if op == "-":
+                    line = {"id": f"{fid}-o{old}", "cls": "del", "old": old, "new": "", "sign": "-"}
+                    old_ids.append(old)
+                    old += 1
+                elif op == "+":
+                    line = {"id": f"{fid}-l{new}", "cls": "add", "old": "", "new": new, "sign": "+"}
+                    new_ids.append(new)
+                    new += 1
+                elif op == " ":
+                    line = {"id": f"{fid}-l{new}", "cls": "ctx", "old": old, "new": new, "sign": " "}
+                    new_ids.append(new)
+                    old, new = old + 1, new + 1
+                else:
+                    line = {
+                        "id": f"{fid}-n{new}-{len(lines)}",
+                        "cls": "meta",
+                        "old": "",
+                        "new": "",
+                        "sign": "",
+                    }
+                    text = raw
+                line["tokens"] = _tokens(text) if is_py else [("", text)]
+                lines.append(line)
+        files.append(
+            {
+                "id": fid,
+                "path": fp.path,
+                "old_path": fp.old_path,
+                "lines": lines,
+                "new_ids": sorted(new_ids),
+                "old_ids": sorted(old_ids),
+                "added": fp.added,
+                "removed": fp.removed,
+            }
+        )
+    return files
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    """Light Python highlighting: keywords, strings and comments as (css class, text) pairs."""
+    out = []
+    for i, part in enumerate(_TOKEN.split(text)):
+        if not part:
+            continue
+        if i % 2 == 0:
+            out.append(("", part))
+        else:
+            out.append(("com" if part.startswith("#") else "str" if part[0] in "'\"" else "kw", part))
+    return out
+
+
+def _anchor(prefix: str, files: list[dict], finding: dict) -> str:
+    """The diff line a finding points at: exact id, else the nearest line of that file and side."""
+    path, line = finding.get("file", ""), int(finding.get("line") or 0)
+    match = next((f for f in files if path and path in (f["path"], f["old_path"])), None)
+    if match is None:
+        return (
+            f"#{prefix}-commits"
+            if finding.get("kind") == "message-names-untouched-file"
+            else f"#{prefix}-files"
+        )
+    side, ids = ("o", match["old_ids"]) if finding.get("kind") in PRE_IMAGE_KINDS else ("l", match["new_ids"])
+    if line <= 0 or not ids:
+        return f"#{match['id']}"
+    at = bisect.bisect_left(ids, line)
+    candidates = [ids[i] for i in (at - 1, at) if 0 <= i < len(ids)]
+    nearest = min(candidates, key=lambda n: abs(n - line))
+    return f"#{match['id']}-{side}{nearest}"

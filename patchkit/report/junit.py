@@ -1,0 +1,61 @@
+"""JUnit XML: one <testsuite> per patch, one <testcase> per gate (Jenkins / ant junit schema).
+
+failed → <failure>; could-not-run and skipped → <skipped message=...> with the reason; never a pass.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from patchkit.model import AuditResult, GateResult
+from patchkit.report.i18n import t
+
+
+def render_junit(result: AuditResult, lang: str = "en") -> str:
+    root = ET.Element("testsuites")
+    for index, patch in enumerate(result.patches):
+        failures = sum(g.status == "failed" for g in patch.gates)
+        skipped = sum(g.status in ("could-not-run", "skipped") for g in patch.gates)
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            {
+                "name": patch.patch,
+                "id": str(index),
+                "package": f"patchkit.{patch.domain}",
+                "tests": str(len(patch.gates)),
+                "failures": str(failures),
+                "errors": "0",
+                "skipped": str(skipped),
+                "time": _seconds(sum(g.duration for g in patch.gates)),
+                "timestamp": result.created[:19] if result.created else "1970-01-01T00:00:00",
+                "hostname": str(result.environment.get("hostname", "localhost")),
+            },
+        )
+        ET.SubElement(suite, "properties")
+        for gate in patch.gates:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                {"name": gate.gate, "classname": f"{patch.patch}", "time": _seconds(gate.duration)},
+            )
+            _outcome(case, gate, lang)
+        ET.SubElement(suite, "system-out").text = f"verdict: {patch.verdict}; " + "; ".join(patch.reasons)
+        ET.SubElement(suite, "system-err").text = ""
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _outcome(case: ET.Element, gate: GateResult, lang: str) -> None:
+    detail = json.dumps(gate.details, indent=1, ensure_ascii=False, default=str) if gate.details else ""
+    if gate.status == "failed":
+        ET.SubElement(case, "failure", {"message": gate.summary, "type": f"{gate.gate}-failed"}).text = detail
+    elif gate.status in ("could-not-run", "skipped"):
+        reason = str(gate.details.get("reason") or gate.summary)
+        key = "ui.junit.could_not_run" if gate.status == "could-not-run" else "ui.junit.skipped"
+        ET.SubElement(case, "skipped", {"message": t(key, lang, reason=reason)})
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"

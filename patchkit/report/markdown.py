@@ -1,0 +1,128 @@
+"""A GitHub PR-comment summary under ``LIMIT`` characters; what had to be cut is said explicitly."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from patchkit.model import AuditResult, PatchAudit
+from patchkit.report.i18n import t
+
+LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
+STATUS_ICON = {"passed": "✅", "failed": "❌", "could-not-run": "⚠️", "skipped": "⏭️"}
+VERDICT_ICON = {"ready": "✅", "needs-work": "🟡", "blocked": "⛔"}
+
+
+def render_markdown(result: AuditResult, lang: str, limit: int = LIMIT) -> str:
+    """Full detail first; then drop evidence, then per-patch details from the end, until it fits."""
+    text = _render(result, lang, evidence=True, detailed=len(result.patches))
+    if len(text) <= limit:
+        return text
+    cut = [t("ui.md.cut.evidence", lang)]
+    text = _render(result, lang, evidence=False, detailed=len(result.patches), cut=cut)
+    detailed = len(result.patches)
+    while len(text) > limit and detailed > 0:
+        detailed -= 1
+        dropped = cut + [t("ui.md.cut.patches", lang, count=len(result.patches) - detailed)]
+        text = _render(result, lang, evidence=False, detailed=detailed, cut=dropped)
+    return text if len(text) <= limit else text[: limit - 20] + "\n\n…\n"
+
+
+def _cell(value: object) -> str:
+    """Text safe inside a Markdown table cell (no pipes, no line breaks, no HTML)."""
+    text = str(value).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _word(key: str, value: str, lang: str) -> str:
+    return t(f"{key}.{value}", lang)
+
+
+def _verdict(verdict: str, lang: str) -> str:
+    return f"{VERDICT_ICON[verdict]} {t('ui.verdict.' + verdict, lang)}"
+
+
+def _pick(texts: dict[str, str], lang: str) -> str:
+    return _cell(texts.get(lang) or texts["en"])
+
+
+def _render(
+    result: AuditResult, lang: str, evidence: bool, detailed: int, cut: list[str] | None = None
+) -> str:
+    counts = Counter(p.verdict for p in result.patches)
+    out = [
+        f"## {t('ui.title', lang)} — {_verdict(result.verdict, lang)}",
+        "",
+        t("ui.counts", lang, ready=counts["ready"], needs=counts["needs-work"], blocked=counts["blocked"]),
+        "",
+        f"{t('ui.base', lang)}: `{_cell(result.base.version or result.base.rev or result.base.path or '-')}`"
+        + (f" · {t('ui.created', lang)}: {_cell(result.created)}" if result.created else ""),
+        "",
+    ]
+    if cut:
+        out += [f"> {t('ui.md.cut', lang, what=t('list.sep', lang).join(cut))}", ""]
+    gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
+    out.append(
+        "| # | "
+        + t("ui.patch", lang)
+        + " | "
+        + t("ui.verdict", lang)
+        + " | "
+        + " | ".join(gates)
+        + " | "
+        + t("ui.priority", lang)
+        + " |"
+    )
+    out.append("|---" * (len(gates) + 4) + "|")
+    for number, p in enumerate(result.patches, 1):
+        status = {g.gate: STATUS_ICON[g.status] for g in p.gates}
+        level = (p.guide.get("priority") or {}).get("level")
+        out.append(
+            f"| {number} | `{_cell(p.patch)}` | {_verdict(p.verdict, lang)} | "
+            + " | ".join(status.get(g, "–") for g in gates)
+            + f" | {t('ui.priority.' + level, lang) if level else '–'} |"
+        )
+    out.append("")
+    for number, p in enumerate(result.patches[:detailed], 1):
+        out += _patch_section(number, p, lang, evidence)
+    return "\n".join(out) + "\n"
+
+
+def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> list[str]:
+    title = p.title.get(lang) or p.title.get("en") or p.domain
+    added = sum(f.get("added", 0) for f in p.files)
+    removed = sum(f.get("removed", 0) for f in p.files)
+    out = [
+        "<details>",
+        f"<summary>{number}. {_cell(p.patch)} — {_cell(title)} — {_word('ui.verdict', p.verdict, lang)}"
+        f" (+{added}/-{removed})</summary>",
+        "",
+    ]
+    out += [f"- {_cell(reason)}" for reason in p.reasons]
+    for g in p.gates:
+        out.append(
+            f"- {STATUS_ICON[g.status]} **{_cell(g.gate)}** {_word('ui.status', g.status, lang)}: "
+            f"{_cell(g.summary)}" + (f" ({t('ui.cached', lang)})" if g.cached else "")
+        )
+    if p.depends_on:
+        out.append(f"- {t('ui.depends', lang)}: {', '.join(_cell(d) for d in p.depends_on)}")
+    priority = p.guide.get("priority")
+    if priority:
+        out += [
+            "",
+            f"**{t('ui.priority', lang)}:** {_pick(priority['reason'], lang)}",
+        ]
+    findings = p.guide.get("findings", [])
+    if findings:
+        out += ["", f"**{t('ui.findings', lang)}**", ""]
+        for f in findings:
+            line = f":{f['line']}" if f.get("line") else ""
+            where = f"`{_cell(f['file'])}{line}` " if f.get("file") else ""
+            out.append(f"- [{_word('ui.severity', f['severity'], lang)}] {where}{_pick(f['message'], lang)}")
+            if evidence and f.get("evidence"):
+                out.append(f"  <sub>{_cell(' ⏎ '.join(f['evidence'])[:300])}</sub>")
+    follow = p.guide.get("follow_ups", [])
+    if follow:
+        out += ["", f"**{t('ui.follow_ups', lang)}**", ""]
+        out += [f"- [ ] {_cell(item.get(lang) or item['en'])}" for item in follow]
+    out += ["", "</details>", ""]
+    return out

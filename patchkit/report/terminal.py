@@ -1,0 +1,54 @@
+"""A rich table of the audit for the terminal (``patchkit audit`` / ``patchkit report``)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from patchkit.model import AuditResult
+from patchkit.report.i18n import t
+
+STYLE = {
+    "passed": "green",
+    "failed": "red",
+    "could-not-run": "yellow",
+    "skipped": "dim",
+    "ready": "green",
+    "needs-work": "yellow",
+    "blocked": "red",
+}
+
+
+def print_summary(result: AuditResult, lang: str, console: Console | None = None) -> None:
+    console = console or Console(highlight=False, soft_wrap=True)
+    gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
+    verdict = t(f"ui.verdict.{result.verdict}", lang)
+    table = Table(title=f"{t('ui.terminal.title', lang)}: {result.series_dir} — {verdict}")
+    for column in (
+        "#",
+        t("ui.patch", lang),
+        t("ui.verdict", lang),
+        *gates,
+        t("ui.priority", lang),
+        t("ui.terminal.findings", lang),
+    ):
+        table.add_column(column)
+    for number, p in enumerate(result.patches, 1):
+        status = {g.gate: g.status for g in p.gates}
+        cells = [
+            Text(t(f"ui.status.{status[g]}", lang), style=STYLE[status[g]]) if g in status else Text("-")
+            for g in gates
+        ]
+        level = (p.guide.get("priority") or {}).get("level")
+        findings = p.guide.get("findings", [])
+        high = sum(f["severity"] == "high" for f in findings)
+        table.add_row(
+            str(number),
+            Text(p.patch),
+            Text(t(f"ui.verdict.{p.verdict}", lang), style=STYLE[p.verdict]),
+            *cells,
+            t(f"ui.priority.{level}", lang) if level else "-",
+            f"{len(findings)} ({high})",
+        )
+    console.print(table)
