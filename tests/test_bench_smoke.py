@@ -1,0 +1,70 @@
+"""CI-sized smoke run of the benchmark harness (bench/): table + JSON with medians and ratios."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import synth
+from bench.cases import patchkit_command
+from bench.measure import growth_exponent
+from bench.run import main
+
+
+def test_synthetic_replay_is_deterministic_and_shaped_like_opt21_25(tmp_path: Path) -> None:
+    first = synth.generate(tmp_path / "a", scale=1)
+    second = synth.generate(tmp_path / "b", scale=1)
+    assert first.mbox.read_bytes() == second.mbox.read_bytes()
+    assert (first.commits, first.files) == (9, 22)
+    assert 70 <= first.hunks <= 110 and 1800 <= first.added <= 3000
+    mbox = first.mbox.read_text("utf-8")
+    assert mbox.count("\nSigned-off-by: ") == 9 and "new file mode 100644" in mbox
+    assert "fallback = true" in first.rules.read_text("utf-8")
+
+
+def test_synthetic_replay_splits_with_proof(tmp_path: Path) -> None:
+    replay = synth.generate(tmp_path / "s", scale=1)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [*patchkit_command(), "split", str(replay.mbox), "--base", str(replay.base),
+         "--rules", str(replay.rules), "--out", str(out), "--json", str(tmp_path / "split.json")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "split.json").read_text("utf-8"))
+    assert record["proof"]["ok"] is True
+    domains = {p["domain"] for p in record["patches"]}
+    assert {"alpha", "beta"} <= domains  # several domains, from path and pattern rules
+    assert any(a["mixed"] for a in record["assignments"])  # a hunk holding two domains' lines
+
+
+def test_harness_prints_table_and_writes_medians_and_ratios(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "bench.json"
+    code = main(["--sizes", "1", "--runs", "2", "--cases", "split", "--json", str(out),
+                 "--work", str(tmp_path / "work")])  # fmt: skip
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "median s" in table and "ratio" in table and "split+proof synthetic 1x" in table
+    data = json.loads(out.read_text("utf-8"))
+    assert data["runs"] == 2
+    split = next(c for c in data["cases"] if c["name"] == "split+proof synthetic 1x")
+    assert split["available"], split["reason"]
+    assert len(split["samples_s"]) == 2 and split["median_s"] > 0 and split["peak_rss_mb"] > 0
+    assert split["baseline"].startswith("git apply") and split["baseline_median_s"] > 0
+    assert split["ratio"] == pytest.approx(split["median_s"] / split["baseline_median_s"], rel=0.01)
+
+
+def test_growth_exponent_is_the_log_log_slope() -> None:
+    assert growth_exponent([1, 10, 100], [0.5, 5.0, 50.0]) == pytest.approx(1.0)
+    assert growth_exponent([1, 10], [1.0, 100.0]) == pytest.approx(2.0)
+    assert growth_exponent([1], [1.0]) is None
+
+
+def test_module_entry_point_help() -> None:
+    proc = subprocess.run([sys.executable, "-m", "bench", "--help"], capture_output=True, text=True,
+                          cwd=Path(__file__).parents[1])  # fmt: skip
+    assert proc.returncode == 0 and "--replay" in proc.stdout
