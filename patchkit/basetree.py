@@ -19,29 +19,37 @@ class BaseTree:
         if not root.is_dir():
             raise UserError("base is not a directory", str(root))
         self.root = root.resolve()
-        self._cache: dict[str, bytes | None] = {}
+        self._data: dict[str, bytes | None] = {}
+        self._modes: dict[str, str | None] = {}
 
     def read(self, path: str) -> bytes | None:
-        if path not in self._cache:
+        if path not in self._data:
             full = self.resolve(path)
-            self._cache[path] = full.read_bytes() if full.is_file() else None
-        return self._cache[path]
+            self._data[path] = full.read_bytes() if self.mode(path) else None
+        return self._data[path]
 
     def mode(self, path: str) -> str | None:
-        full = self.resolve(path)
-        if not full.is_file():
-            return None
-        return "100755" if os.stat(full).st_mode & stat.S_IXUSR else "100644"
+        """'100644' / '100755' for a regular file, None when absent (one stat per path)."""
+        if path not in self._modes:
+            try:
+                st = os.stat(self.resolve(path))
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode):
+                self._modes[path] = None
+            else:
+                self._modes[path] = "100755" if st.st_mode & stat.S_IXUSR else "100644"
+        return self._modes[path]
 
     def exists(self, path: str) -> bool:
-        return self.resolve(path).is_file()
+        return self.mode(path) is not None
 
     def resolve(self, path: str) -> Path:
         """The file's location, refusing any path that leaves the tree."""
         if path.startswith("/") or ".." in path.split("/") or "\\" in path:
             raise UserError(f"path {path!r} escapes the base tree")
         full = self.root / path
-        if full.is_symlink() or not str(full.resolve()).startswith(str(self.root) + os.sep):
+        if full.is_symlink() or not os.path.realpath(full).startswith(str(self.root) + os.sep):
             raise UserError(f"path {path!r} resolves outside the base tree")
         return full
 

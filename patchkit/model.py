@@ -29,13 +29,24 @@ class JsonMixin:
         return _from_plain(cls, data)
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _to_plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
     if isinstance(value, (list, tuple)):
+        if value and isinstance(value[0], str):
+            return list(value)  # hunk lines: the bulk of any record
         return [_to_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _to_plain(v) for k, v in value.items()}
+    cls = type(value)
+    names = _FIELD_NAMES.get(cls)
+    if names is None and dataclasses.is_dataclass(cls):
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    if names is not None:
+        return {name: _to_plain(getattr(value, name)) for name in names}
     return value
 
 
@@ -247,6 +258,7 @@ class Series(JsonMixin):
     commits: list[Commit | None]
     assignments: list[Assignment] = field(default_factory=list)
     path_prefix: str = ""  # what was prepended to replay paths to root them at the repo ("vllm/")
+    absorbed: list[int] = field(default_factory=list)  # commits none of whose lines survive net
     proof: dict[str, Any] = field(default_factory=dict)  # verify.py's record of the lossless check
     schema: int = SCHEMA_VERSION
 

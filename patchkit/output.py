@@ -45,6 +45,14 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
                       ",".join(str(c + 1) for c in sp.source_commits),
                       ", ".join(sp.depends_on) or "-")  # fmt: skip
     console.print(table)
+    for index in series.absorbed:
+        commit = series.commits[index]
+        subject = commit.subject if commit else replay.patches[index].source
+        console.print(
+            f"note: commit {index + 1} ({subject}) leaves no line of its own in the net diff: "
+            "later commits rewrote or removed what it changed",
+            markup=False,
+        )
     if explain:
         explain_table(series)
     proof = series.proof

@@ -258,6 +258,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                                   tests=list(domain.tests)))  # fmt: skip
     series = Series(base=pin or Pin(source="path", path=str(base.root)), patches=patches,
                     commits=replay.commits, assignments=assignments(blocks),
+                    absorbed=absorbed_commits(replay, patches),
                     path_prefix=prefix)  # fmt: skip
     texts = {p.filename: render_diff(p.files) for p in patches}
     return SplitResult(series=series, texts=texts, states=states)
@@ -344,3 +345,9 @@ def _applies(base: BaseTree, patches: list[SplitPatch]) -> bool:
             if fp.new_path:
                 tree[fp.new_path] = new
     return True
+
+
+def absorbed_commits(replay: Replay, patches: list[SplitPatch]) -> list[int]:
+    """Commits that change files yet leave no line of their own in the net diff (later rewritten)."""
+    carried = {c for p in patches for c in p.source_commits}
+    return [i for i, p in enumerate(replay.patches) if p.files and i not in carried]
