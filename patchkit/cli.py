@@ -13,6 +13,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Split, apply and audit downstream patch sets for vLLM.",
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: importing rich's markdown stack costs ~150 ms per start
 )
 
 
@@ -50,6 +51,97 @@ def split(
     from patchkit.commands import split as command
 
     _run(command.run, replays, base, pin, rules, out, explain, json_out, root)
+
+
+_TARGET_HELP = "checkout | site-packages"
+
+
+@app.command("apply")
+def apply_(
+    series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
+    target: Annotated[str, typer.Option(help=_TARGET_HELP)] = "checkout",
+    path: Annotated[Optional[Path], typer.Option(help="checkout to patch (--target checkout)")] = None,
+    python: Annotated[Optional[str], typer.Option(help="interpreter whose vllm to patch")] = None,
+    site_packages: Annotated[Optional[Path], typer.Option(help="site-packages dir holding vllm")] = None,
+    check: Annotated[bool, typer.Option(help="say what would happen, write nothing")] = False,
+    reverse: Annotated[bool, typer.Option(help="restore the base bytes")] = False,
+    recover: Annotated[bool, typer.Option(help="roll back an interrupted apply, then stop")] = False,
+    force: Annotated[bool, typer.Option(help="apply over a version mismatch / reverse over drift")] = False,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
+    lock_timeout: Annotated[float, typer.Option(help="seconds to wait for the target lock")] = 30,
+) -> None:
+    """Apply a series (and overlays) to a checkout or an installed vllm, all or nothing."""
+    from patchkit.commands import apply as command
+
+    _run(command.run, series_dir, target, path, python, site_packages, check, reverse, recover, force,
+         json_out, lock_timeout)  # fmt: skip
+
+
+@app.command()
+def status(
+    series_dir: Annotated[Optional[Path], typer.Argument(help="also compare with this series")] = None,
+    target: Annotated[str, typer.Option(help=_TARGET_HELP)] = "checkout",
+    path: Annotated[Optional[Path], typer.Option(help="checkout (--target checkout)")] = None,
+    python: Annotated[Optional[str], typer.Option(help="interpreter whose vllm to inspect")] = None,
+    site_packages: Annotated[Optional[Path], typer.Option(help="site-packages dir holding vllm")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
+    lock_timeout: Annotated[float, typer.Option(help="seconds to wait for the target lock")] = 30,
+) -> None:
+    """What is applied where, verified by hash; exit 1 on drift."""
+    from patchkit.commands import status as command
+
+    _run(command.run, series_dir, target, path, python, site_packages, json_out, lock_timeout)
+
+
+@app.command()
+def checkout(
+    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml or pin file with [target]")] = None,
+    dest: Annotated[Optional[Path], typer.Option(help="copy the prepared base here")] = None,
+) -> None:
+    """Prepare the pinned base tree and print its path."""
+    from patchkit.commands import checkout as command
+
+    _run(command.run, pin, dest)
+
+
+@app.command()
+def audit(
+    series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
+    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml whose [target] is the base")] = None,
+    base: Annotated[Optional[Path], typer.Option(help="base source tree (git or not)")] = None,
+    gates: Annotated[Optional[str], typer.Option(help="comma list of apply,ruff,dco,tests")] = None,
+    jobs: Annotated[Optional[int], typer.Option(help="patches audited in parallel")] = None,
+    python: Annotated[Optional[str], typer.Option(help="interpreter the tests gate runs pytest with")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the audit JSON here")] = None,
+    html: Annotated[Optional[Path], typer.Option(help="write the HTML report here")] = None,
+    md: Annotated[Optional[Path], typer.Option(help="write the Markdown report here")] = None,
+    junit: Annotated[Optional[Path], typer.Option(help="write a JUnit XML of the gates here")] = None,
+    shard: Annotated[Optional[str], typer.Option(help="I/N: audit patches whose index % N == I-1")] = None,
+    lang: Annotated[str, typer.Option(help="report language: en or zh")] = "en",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="ignore and do not fill the cache")] = False,
+    prepare_env: Annotated[
+        bool, typer.Option("--prepare-env", help="build the cached test venv for the base if needed")
+    ] = False,
+) -> None:
+    """Run the gates (apply, ruff, dco, tests) over a series; exit 1 unless every patch is ready."""
+    from patchkit.commands import audit as command
+
+    _run(command.run, series_dir, pin, base, gates, jobs, python, json_out, html, md, junit, shard, lang,
+         no_cache, prepare_env)  # fmt: skip
+
+
+@app.command()
+def report(
+    results: Annotated[list[Path], typer.Argument(help="audit result JSON files (shards are merged)")],
+    html: Annotated[Optional[Path], typer.Option(help="write the HTML report here")] = None,
+    md: Annotated[Optional[Path], typer.Option(help="write the Markdown PR comment here")] = None,
+    junit: Annotated[Optional[Path], typer.Option(help="write JUnit XML here")] = None,
+    lang: Annotated[Optional[str], typer.Option(help="en or zh (default: from the locale)")] = None,
+) -> None:
+    """Re-render (and merge) audit results as HTML, Markdown and JUnit."""
+    from patchkit.commands import report as command
+
+    _run(command.run, results, html, md, junit, lang)
 
 
 def main() -> None:

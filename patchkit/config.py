@@ -210,6 +210,4 @@ def _describe(value: Any) -> str:
 
 def _is_relative_path(url: str) -> bool:
     """A git url that is a relative local path (not scheme://, not user@host:path, not /abs)."""
-    return not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*://|[^/]*:", url) and not url.startswith(
-        ("/", "~")
-    )
+    return not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*://|[^/]*:", url) and not url.startswith(("/", "~"))

@@ -1,0 +1,290 @@
+"""``patchkit audit``'s engine: load a series, run the gates per patch, decide verdicts.
+
+Sharding (``--shard I/N``): the patch at 0-based series index ``k`` belongs to shard ``k % N + 1``,
+so every shard is deterministic and the union of shards 1..N is the whole series once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from patchkit import store
+from patchkit.basetree import BaseTree
+from patchkit.domains import Classifier
+from patchkit.errors import UserError
+from patchkit.gates import Overlay, PatchUnderAudit, Trees, apply_files
+from patchkit.gates.apply import SeriesState, apply_gate, series_states
+from patchkit.gates.dco import dco_gate
+from patchkit.gates.ruff import ruff_gate, ruff_version
+from patchkit.gates.tests import TestSettings, environment, tests_gate
+from patchkit.model import AuditResult, Domain, GateResult, PatchAudit, Pin, Verdict
+from patchkit.patchtext import HunkMismatch, render_diff
+from patchkit.seriesio import load_entries, load_split_json
+
+GATES = ("apply", "ruff", "dco", "tests")
+_RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
+
+
+# --------------------------------------------------------------------------- pure logic
+
+
+def patch_verdict(gates: list[GateResult]) -> tuple[Verdict, list[str]]:
+    """blocked if apply failed; needs-work if another gate failed; else ready. could-not-run gates
+    are listed as reasons but do not block."""
+    reasons: list[str] = []
+    verdict: Verdict = "ready"
+    for gate in gates:
+        if gate.status == "failed":
+            verdict = "blocked" if gate.gate == "apply" else max(verdict, "needs-work", key=_RANK.get)
+            reasons.append(f"{gate.gate} failed: {gate.summary}")
+    for gate in gates:
+        if gate.status == "could-not-run":
+            reasons.append(f"{gate.gate} could not run here: {gate.summary} (does not block the verdict)")
+    if verdict == "ready" and not any(g.status == "could-not-run" for g in gates):
+        ran = [g.gate for g in gates if g.status == "passed"]
+        reasons.insert(0, f"all gates passed ({', '.join(ran) or 'none run'})")
+    return verdict, reasons
+
+
+def worst(verdicts: list[Verdict]) -> Verdict:
+    return max(verdicts, key=_RANK.get, default="ready")
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise UserError(f"--shard {text!r}: expected I/N with 1 <= I <= N, e.g. 2/4")
+    return int(match.group(1)), int(match.group(2))
+
+
+def in_shard(index: int, shard: tuple[int, int] | None) -> bool:
+    return shard is None or index % shard[1] == shard[0] - 1
+
+
+def merge_results(results: list[AuditResult]) -> AuditResult:
+    """One result from the shards of one series audit (same base); patches in series order."""
+    if not results:
+        raise UserError("no audit result to merge")
+    hashes = {r.base.tree_hash for r in results}
+    if len(hashes) > 1:
+        raise UserError(f"audit results are against different bases: {sorted(map(str, hashes))}")
+    seen: dict[str, PatchAudit] = {}
+    for result in results:
+        for pa in result.patches:
+            if pa.patch in seen:
+                raise UserError(f"patch {pa.patch} appears in more than one audit result")
+            seen[pa.patch] = pa
+    order = results[0].environment.get("series_patches") or sorted(seen)
+    patches = sorted(seen.values(), key=lambda pa: order.index(pa.patch) if pa.patch in order else len(order))
+    return AuditResult(
+        series_dir=results[0].series_dir,
+        base=results[0].base,
+        patches=patches,
+        verdict=worst([pa.verdict for pa in patches]),
+        environment={**results[0].environment, "merged_shards": [r.shard for r in results]},
+        shard=None,
+        created=_now(),
+    )
+
+
+def gate_key(gate: str, patch: PatchUnderAudit, earlier: list[PatchUnderAudit], base_hash: str,
+             config: object) -> str:  # fmt: skip
+    parts = [gate, patch.text, [p.text for p in earlier], base_hash, config]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_patches(series_dir: Path, domains: list[Domain]) -> list[PatchUnderAudit]:
+    """The series as the gates see it: split.json gives domains, source commits and needs."""
+    entries = load_entries(series_dir)
+    series = load_split_json(series_dir)
+    by_file = {sp.filename: sp for sp in series.patches} if series else {}
+    by_name = {d.name: d for d in domains}
+    classifier = Classifier(domains)
+    patches: list[PatchUnderAudit] = []
+    for index, entry in enumerate(entries):
+        files = [fp for p in entry.patches for fp in p.files]
+        sp = by_file.get(entry.name)
+        if sp is not None and series is not None:
+            commits = [series.commits[i] for i in sp.source_commits if 0 <= i < len(series.commits)]
+            domain_name, title = sp.domain, sp.title
+            needs = [p.name for p in patches if p.domain in sp.depends_on]
+            touched = [{a.file for a in series.assignments if i in a.commits} for i in sp.source_commits]
+            commit_files = touched if any(touched) else None
+        else:
+            commits = [p.commit for p in entry.patches]
+            domain_name = _domain_of(entry.name, files, by_name, classifier)
+            title = by_name[domain_name].title if domain_name in by_name else {"en": domain_name}
+            needs = None
+            commit_files = [{fp.path for fp in p.files} for p in entry.patches]
+        templates = list(by_name[domain_name].tests) if domain_name in by_name else []
+        templates += [t for t in (sp.tests if sp else []) if t not in templates]
+        patches.append(PatchUnderAudit(entry.name, index, entry.text, files, commits, domain_name, title,
+                                       needs, templates, commit_files))  # fmt: skip
+    return patches
+
+
+def _domain_of(name: str, files, by_name: dict[str, Domain], classifier: Classifier) -> str:
+    match = re.fullmatch(r"\d{4}-(.+?)\.(patch|diff)", name)
+    if match and match.group(1) in by_name:
+        return match.group(1)
+    for fp in files:
+        if verdict := classifier.path_domain(fp.path):
+            return verdict.domain
+    return "other"
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class AuditOptions:
+    gates: list[str]
+    jobs: int = 2
+    use_cache: bool = True
+    shard: tuple[int, int] | None = None
+    tests: TestSettings | None = None  # required when "tests" is among the gates
+    progress: Callable[[str], None] | None = None
+    extra_environment: dict = field(default_factory=dict)
+
+
+def run_audit(
+    series_dir: Path, base: BaseTree, pin: Pin, domains: list[Domain], options: AuditOptions
+) -> AuditResult:
+    patches = load_patches(series_dir, domains)
+    states = series_states(base, patches)
+    base_hash = pin.tree_hash or ""
+    chosen = [p for p in patches if in_shard(p.index, options.shard)]
+
+    def audit_one(patch: PatchUnderAudit) -> PatchAudit:
+        pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options)
+        if options.progress:
+            options.progress(patch.name)
+        return pa
+
+    with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+        audits = list(pool.map(audit_one, chosen))
+    env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
+           "series_patches": [p.name for p in patches]}  # fmt: skip
+    if "ruff" in options.gates:
+        env["ruff"] = ruff_version()
+    if "tests" in options.gates and options.tests is not None:
+        env["tests"] = environment(options.tests.python)
+    shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
+    return AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
+
+
+def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState, base: BaseTree,
+                 base_hash: str, options: AuditOptions) -> PatchAudit:  # fmt: skip
+    trees = Trees(base, state.pre, state.post)
+    results: list[GateResult] = []
+    needs: list[str] = patch.declared_needs or []
+    for gate in [g for g in GATES if g in options.gates]:
+        config = _gate_config(gate, options)
+        key = gate_key(gate, patch, earlier, base_hash, config)
+        cached = store.get_json("audit-gate", key) if options.use_cache else None
+        if cached is not None:
+            result = replace(GateResult.from_dict(cached), cached=True)
+        elif gate != "apply" and results and results[0].gate == "apply" and results[0].status == "failed":
+            result = GateResult(gate, "skipped", "the patch does not apply in series")
+        else:
+            result = _run_gate(gate, patch, earlier, state, trees, needs, options)
+            if options.use_cache and result.status != "skipped":
+                store.put_json("audit-gate", key, result.to_dict())
+        if gate == "apply":
+            needs = result.details.get("needs", needs)
+        results.append(result)
+    verdict, reasons = patch_verdict(results)
+    return PatchAudit(
+        patch=patch.name,
+        domain=patch.domain,
+        title=patch.title,
+        gates=results,
+        verdict=verdict,
+        reasons=reasons,
+        files=[{"path": fp.path, "added": fp.added, "removed": fp.removed} for fp in patch.files],
+        commits=patch.commits,
+        depends_on=needs,
+        diff=render_diff(patch.files),
+        guide=_guide(patch, earlier, trees, base_hash, options.use_cache),
+    )
+
+
+def _gate_config(gate: str, options: AuditOptions) -> object:
+    if gate == "ruff":
+        return ruff_version()
+    if gate == "tests" and options.tests is not None:
+        t = options.tests
+        return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error]
+    return None
+
+
+def _run_gate(gate: str, patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState,
+              trees: Trees, needs: list[str], options: AuditOptions) -> GateResult:  # fmt: skip
+    if gate == "apply":
+        return apply_gate(trees.base, patch, earlier, state)
+    if gate == "ruff":
+        return ruff_gate(patch, trees)
+    if gate == "dco":
+        return dco_gate(patch)
+    if options.tests is None:
+        return GateResult("tests", "could-not-run", "no test settings given")
+    pre, post = _test_sides(trees.base, patch, earlier, needs, state)
+
+    def exists(path: str) -> bool:
+        in_post = post is not None and any(p == path or p.startswith(path.rstrip("/") + "/") for p in post)
+        return in_post or trees.base.resolve(path).exists()
+
+    return tests_gate(patch, pre, post, options.tests, exists)
+
+
+def _test_sides(
+    base: BaseTree, patch, earlier, needs: list[str], state: SeriesState
+) -> tuple[Overlay, Overlay | None]:
+    """Base side = base + only the patches this one needs (so independent patches share one cached
+    baseline); patched side = that + this patch. Falls back to the series order."""
+    pre: Overlay = {}
+    try:
+        for other in earlier:
+            if other.name in needs:
+                apply_files(other.files, base.read, pre)
+        post = dict(pre)
+        apply_files(patch.files, base.read, post)
+    except (HunkMismatch, ValueError):
+        return state.pre, state.post
+    return pre, post
+
+
+def _guide(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], trees: Trees, base_hash: str,
+           use_cache: bool) -> dict:  # fmt: skip
+    """The reviewer guide (patchkit.guide, when installed), cached like a gate."""
+    try:
+        from patchkit import guide
+    except ImportError:
+        return {}
+    version = hashlib.sha256(Path(guide.__file__).read_bytes()).hexdigest()
+    key = gate_key("guide", patch, earlier, base_hash, version)
+    if use_cache and (hit := store.get_json("audit-guide", key)) is not None:
+        return hit
+    found = guide.review_guide(files=patch.files, pre=trees.pre_read, post=trees.post_read,
+                               commits=patch.commits, domain=patch.domain,
+                               source_files=patch.commit_files)  # fmt: skip
+    if use_cache:
+        store.put_json("audit-guide", key, found)
+    return found
+
+
+def _now() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat()

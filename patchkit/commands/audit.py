@@ -1,0 +1,161 @@
+"""``patchkit audit``: run the gates over a series and write the reports."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from patchkit.audit import GATES, AuditOptions, parse_shard, run_audit
+from patchkit.basetree import BaseTree
+from patchkit.config import ProjectConfig, load_config, project_config
+from patchkit.domains import load_rules
+from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.gates.tests import TestSettings
+from patchkit.model import AuditResult, Pin
+
+DEFAULT_REPORTS = Path("reports")
+
+
+def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates: str | None,
+        jobs: int | None, python: str | None, json_out: Path | None, html: Path | None, md: Path | None,
+        junit: Path | None, shard: str | None, lang: str, no_cache: bool,
+        prepare_env: bool) -> int:  # fmt: skip
+    started = time.perf_counter()
+    config = load_config(pin_file) if pin_file else project_config()
+    chosen = _gates(gates, config)
+    shard_spec = parse_shard(shard)
+    series_dir = series_dir or config.series.dir
+    if not (series_dir / "series").is_file():
+        raise UserError("not a series directory (no 'series' file)", str(series_dir))
+    tree, pin = _base(base, pin_file, config)
+    options = AuditOptions(
+        gates=chosen,
+        jobs=jobs or config.audit.jobs,
+        use_cache=not no_cache,
+        shard=shard_spec,
+        tests=_test_settings(python, config, tree, pin, not no_cache, prepare_env)
+        if "tests" in chosen
+        else None,
+    )
+    with _progress() as tick:
+        options.progress = tick
+        result = run_audit(series_dir, tree, pin, load_rules(config.series.rules), options)
+    written = write_reports(result, json_out, html, md, junit, lang)
+    _print_summary(result, written, time.perf_counter() - started)
+    return EXIT_OK if all(pa.verdict == "ready" for pa in result.patches) else EXIT_FAILED
+
+
+def _gates(text: str | None, config: ProjectConfig) -> list[str]:
+    names = [g.strip() for g in text.split(",") if g.strip()] if text else list(config.audit.gates)
+    unknown = [g for g in names if g not in GATES]
+    if unknown or not names:
+        raise UserError(
+            f"--gates: unknown gate {unknown[0] if unknown else '(none)'!r} (known: {', '.join(GATES)})"
+        )
+    return names
+
+
+def _base(base: Path | None, pin_file: Path | None, config: ProjectConfig) -> tuple[BaseTree, Pin]:
+    from patchkit.pin import prepare_base, tree_hash
+
+    if base is not None and pin_file is not None:
+        raise UserError("give --base or --pin, not both")
+    if base is not None:
+        tree = BaseTree(base)
+        return tree, Pin(source="path", path=str(tree.root), tree_hash=tree_hash(tree.root))
+    if config.target is None:
+        raise UserError("no base: pass --base DIR or --pin patchkit.toml (none found from here up)")
+    pin = config.target
+    return BaseTree(prepare_base(pin)), pin
+
+
+def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pin: Pin, use_cache: bool,
+                   prepare_env: bool) -> TestSettings:  # fmt: skip
+    from patchkit import testenv
+
+    settings = TestSettings(python="", base_root=tree.root, base_hash=pin.tree_hash or "",
+                            test_timeout=config.audit.test_timeout,
+                            per_test_timeout=config.audit.per_test_timeout, use_cache=use_cache)  # fmt: skip
+    chosen = python or config.audit.python
+    if chosen is None and prepare_env:
+        try:
+            chosen = testenv.prepare(tree.root)
+        except testenv.TestEnvError as exc:
+            settings.env_error = str(exc)
+    chosen = chosen or testenv.ready_python(tree.root) or sys.executable
+    resolved = shutil.which(chosen) if "/" not in chosen else chosen
+    if resolved is None or not Path(resolved).exists():
+        raise UserError(f"--python {chosen}: no such interpreter")
+    settings.python = resolved
+    return settings
+
+
+def write_reports(result: AuditResult, json_out: Path | None, html: Path | None, md: Path | None,
+                  junit: Path | None, lang: str) -> list[Path]:  # fmt: skip
+    """JSON always; HTML/Markdown/JUnit through patchkit.report when it is installed."""
+    if not any((json_out, html, md, junit)):
+        json_out, html, md = (
+            DEFAULT_REPORTS / "audit.json",
+            DEFAULT_REPORTS / "audit.html",
+            DEFAULT_REPORTS / "audit.md",
+        )
+    json_out = json_out or DEFAULT_REPORTS / "audit.json"
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    written = [json_out]
+    if html or md or junit:
+        try:
+            from patchkit.report import render_all
+        except ImportError:
+            print("patchkit: the report module is not installed; wrote JSON only", file=sys.stderr)
+            return written
+        for path in (html, md, junit):
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        render_all(result, html=html, md=md, junit=junit, lang=lang)
+        written += [p for p in (html, md, junit) if p is not None]
+    return written
+
+
+class _progress:
+    """A rich progress line on stderr when it is a terminal; a no-op otherwise."""
+
+    def __enter__(self):
+        if not sys.stderr.isatty():
+            return None
+        from rich.progress import Progress
+
+        self._bar = Progress(transient=True, console=None)
+        self._bar.start()
+        self._task = self._bar.add_task("auditing patches", total=None)
+        return lambda name: self._bar.update(self._task, advance=1, description=f"audited {name}")
+
+    def __exit__(self, *exc) -> None:
+        if getattr(self, "_bar", None) is not None:
+            self._bar.stop()
+
+
+def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
+    gates = [g.gate for g in result.patches[0].gates] if result.patches else []
+    table = Table(
+        title=f"audit of {result.series_dir}" + (f" (shard {result.shard})" if result.shard else "")
+    )
+    for column in ("patch", "verdict", *gates):
+        table.add_column(column)
+    for pa in result.patches:
+        cells = [f"{g.status}{' (cached)' if g.cached else ''}" for g in pa.gates]
+        table.add_row(pa.patch, pa.verdict, *cells)
+    console.print(table)
+    for pa in result.patches:
+        for g in pa.gates:
+            console.print(f"{pa.patch} {g.gate}: {g.status}{' [cached]' if g.cached else ''} - {g.summary}",
+                          markup=False)  # fmt: skip
+    console.print(f"verdict: {result.verdict}; reports: {', '.join(map(str, written))}; {seconds:.1f} s",
+                  markup=False)  # fmt: skip

@@ -1,0 +1,77 @@
+"""The audit gates: each takes one ``PatchUnderAudit`` with its trees and returns a ``GateResult``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchkit.basetree import BaseTree
+from patchkit.model import Commit, FilePatch
+from patchkit.patchtext import HunkMismatch, apply_file_patch
+
+Overlay = dict[str, bytes | None]  # path -> content after some patches (None = deleted)
+
+
+@dataclass
+class PatchUnderAudit:
+    """One patch of the series as the gates see it."""
+
+    name: str
+    index: int  # 0-based place in the series
+    text: str
+    files: list[FilePatch]
+    commits: list[Commit | None]  # the source commits behind it (None = loose diff)
+    domain: str
+    title: dict[str, str]
+    declared_needs: list[str] | None = None  # patch names from split.json's depends_on, if any
+    test_templates: list[str] = field(default_factory=list)
+    commit_files: list[set[str]] | None = None  # per source commit: every file it touched in the series
+
+
+@dataclass
+class Trees:
+    """Touched-file overlays over the base: before this patch (base + earlier ones) and after."""
+
+    base: BaseTree
+    pre: Overlay
+    post: Overlay | None  # None when the patch does not apply in series
+
+    def pre_read(self, path: str) -> bytes | None:
+        return self.pre[path] if path in self.pre else self.base.read(path)
+
+    def post_read(self, path: str) -> bytes | None:
+        overlay = self.post if self.post is not None else self.pre
+        return overlay[path] if path in overlay else self.base.read(path)
+
+
+def apply_files(files: list[FilePatch], read: Callable[[str], bytes | None], overlay: Overlay) -> None:
+    """Apply ``files`` on top of ``read`` into ``overlay`` (atomic per call: all or raise)."""
+    staged: Overlay = {}
+
+    def current(path: str) -> bytes | None:
+        if path in staged:
+            return staged[path]
+        return overlay[path] if path in overlay else read(path)
+
+    for fp in files:
+        old = current(fp.old_path) if fp.old_path else None
+        if fp.old_path is None and fp.new_path and current(fp.new_path) is not None:
+            raise HunkMismatch(fp.path, 0, "(new file)", [], ["<file already exists>"], 1)
+        new = apply_file_patch(old, fp)
+        if fp.old_path and fp.old_path != fp.new_path:
+            staged[fp.old_path] = None
+        if fp.new_path:
+            staged[fp.new_path] = new
+    overlay.update(staged)
+
+
+def write_overlay(root: Path, paths: list[str], read: Callable[[str], bytes | None]) -> None:
+    """Write the given files (as read) under ``root``; absent ones are skipped."""
+    for path in paths:
+        data = read(path)
+        if data is None:
+            continue
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)

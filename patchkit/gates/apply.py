@@ -1,0 +1,89 @@
+"""apply gate: each patch alone on the base, and at its place in the series."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from patchkit.basetree import BaseTree
+from patchkit.gates import Overlay, PatchUnderAudit, apply_files
+from patchkit.model import GateResult
+from patchkit.patchtext import HunkMismatch
+
+
+@dataclass
+class SeriesState:
+    """The touched files before a patch (base + every earlier patch that applied) and after it."""
+
+    pre: Overlay
+    post: Overlay | None
+    error: str | None  # why it does not apply in series
+
+
+def series_states(base: BaseTree, patches: list[PatchUnderAudit]) -> list[SeriesState]:
+    states: list[SeriesState] = []
+    overlay: Overlay = {}
+    for patch in patches:
+        pre = dict(overlay)
+        post = dict(overlay)
+        try:
+            apply_files(patch.files, base.read, post)
+        except (HunkMismatch, ValueError) as exc:
+            states.append(SeriesState(pre, None, str(exc)))
+            continue  # later patches see the series without it
+        states.append(SeriesState(pre, post, None))
+        overlay = post
+    return states
+
+
+def applies(base: BaseTree, patches: list[PatchUnderAudit]) -> str | None:
+    """None when ``patches`` apply in order on the base, else the first error."""
+    overlay: Overlay = {}
+    for patch in patches:
+        try:
+            apply_files(patch.files, base.read, overlay)
+        except (HunkMismatch, ValueError) as exc:
+            return f"{patch.name}: {exc}"
+    return None
+
+
+def needed_patches(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUnderAudit]) -> list[str]:
+    """The smallest set of earlier patches (greedy, series order) it needs to apply on the base."""
+    if applies(base, [patch]) is None:
+        return []
+    touched = {fp.old_path for fp in patch.files if fp.old_path}
+    needed = [p for p in earlier if touched & {fp.path for fp in p.files}]
+    for candidate in list(needed):
+        trial = [p for p in needed if p is not candidate]
+        if applies(base, [*trial, patch]) is None:
+            needed = trial
+    return [p.name for p in needed]
+
+
+def apply_gate(
+    base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState
+) -> GateResult:
+    started = time.perf_counter()
+    alone_error = applies(base, [patch])
+    if patch.declared_needs is not None and alone_error is not None and patch.declared_needs:
+        needs, needs_from = patch.declared_needs, "split.json"
+    else:
+        needs, needs_from = needed_patches(base, patch, earlier), "computed"
+    details = {
+        "alone": "applies" if alone_error is None else "does not apply",
+        "alone_error": alone_error,
+        "in_series": "applies" if state.error is None else "does not apply",
+        "series_error": state.error,
+        "needs": needs,
+        "needs_from": needs_from,
+        "files": len(patch.files),
+    }
+    if state.error is not None:
+        status, summary = "failed", f"does not apply at its place in the series: {state.error}"
+    elif alone_error is None:
+        status, summary = "passed", "applies alone on the base and in series"
+    elif needs:
+        status, summary = "passed", f"applies in series; needs {', '.join(needs)} first"
+    else:
+        status, summary = "passed", f"applies in series but not alone ({alone_error})"
+    return GateResult("apply", status, summary, details, time.perf_counter() - started)

@@ -1,0 +1,216 @@
+"""Which upstream tests a patch should run, and how to read and compare their outcomes (pure logic).
+
+Outcomes come from pytest's JUnit XML. An error whose text names an environment cause (no
+accelerator, no model hub, unsupported platform, a missing optional package) on both sides is
+"could-not-run", never a failure of the patch.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from patchkit.model import FilePatch
+
+OWN_PACKAGES = ("vllm", "tests")  # an ImportError of these is the code's fault, not the environment's
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def expand_template(template: str, path: str) -> str | None:
+    """``tests/x/test_{stem}.py`` for a changed ``path``; None when the template needs no file."""
+    if not re.search(r"\{(stem|name|dir)\}", template):
+        return template
+    p = PurePosixPath(path)
+    if p.suffix != ".py":
+        return None
+    parent = PurePosixPath(*p.parts[1:-1]) if p.parts[:1] == ("vllm",) else p.parent
+    directory = "" if str(parent) == "." else str(parent)
+    out = template.replace("{stem}", p.stem).replace("{name}", p.name).replace("{dir}", directory)
+    return re.sub(r"/+", "/", out)
+
+
+def is_test_file(path: str) -> bool:
+    name = PurePosixPath(path).name
+    return (
+        path.startswith("tests/")
+        and name.endswith(".py")
+        and (name.startswith("test_") or name.endswith("_test.py"))
+    )
+
+
+def select_tests(templates: list[str], files: list[FilePatch], exists: Callable[[str], bool]) -> list[str]:
+    """Test paths (files or directories) for a patch: expanded templates that exist in the base or
+    the patched tree, plus the test files the patch itself adds or changes."""
+    chosen: list[str] = []
+    for fp in files:
+        for template in templates:
+            target = expand_template(template, fp.path)
+            if target and target not in chosen and exists(target):
+                chosen.append(target)
+    for fp in files:
+        if fp.new_path and is_test_file(fp.new_path) and fp.new_path not in chosen:
+            chosen.append(fp.new_path)
+    return chosen
+
+
+# --------------------------------------------------------------------------- classification
+
+
+@dataclass(frozen=True)
+class EnvRule:
+    name: str
+    pattern: re.Pattern[str]
+
+
+ENV_RULES = (
+    EnvRule(
+        "no-accelerator",
+        re.compile(r"Cannot access accelerator device|No CUDA GPUs|Torch not compiled with CUDA|\bCUDA\b"),
+    ),
+    EnvRule("unsupported-platform", re.compile(r"Unsupported platform")),
+    EnvRule(
+        "model-hub-unreachable",
+        re.compile(
+            r"huggingface_hub|We couldn't connect|OfflineModeIsEnabled|\bConnectionError\b"
+            r"|LocalEntryNotFoundError|Max retries exceeded|Temporary failure in name resolution"
+        ),
+    ),
+    EnvRule(
+        "missing-package",
+        re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '(?!(?:vllm|tests)\b)[\w.]+'"),
+    ),
+    EnvRule("timeout", re.compile(r"Failed: Timeout >")),
+    EnvRule("collection-error", re.compile(r"collection failure|ERROR collecting|Interrupted: \d+ error")),
+)
+
+
+def classify_environment(text: str) -> str | None:
+    """The name of the first environment rule whose pattern occurs in ``text``, else None."""
+    return next((rule.name for rule in ENV_RULES if rule.pattern.search(text)), None)
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+@dataclass
+class Outcome:
+    status: str  # passed | failed | error | skipped
+    text: str = ""  # failure/error message and traceback, trimmed
+    cause: str | None = None  # environment rule, for failed/error
+
+    @property
+    def broken(self) -> bool:
+        return self.status in ("failed", "error")
+
+
+def parse_junit(xml_text: str) -> dict[str, Outcome]:
+    """Test id (``classname::name``, or the collected module for a collection error) -> outcome."""
+    root = ET.fromstring(xml_text)
+    outcomes: dict[str, Outcome] = {}
+    for case in root.iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        test_id = f"{classname}::{name}" if classname else name
+        status, text = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            node = case.find(tag)
+            if node is not None:
+                status = {"failure": "failed"}.get(tag, tag)
+                text = f"{node.get('message', '')}\n{node.text or ''}"
+                break
+        if status in ("failed", "error") and outcomes.get(test_id, Outcome("passed")).broken:
+            continue  # a teardown error after a failure: keep the first
+        cause = classify_environment(text) if status in ("failed", "error") else None
+        outcomes[test_id] = Outcome(status, text[-4000:], cause)
+    return outcomes
+
+
+def module_of(test_id: str) -> str:
+    """'tests.v1.core.test_x::test_a' and 'tests/v1/core/test_x.py' -> 'tests.v1.core.test_x'."""
+    head = test_id.split("::", 1)[0]
+    head = head[:-3] if head.endswith(".py") else head
+    parts = head.replace("/", ".").split(".")
+    tests_at = next(
+        (k for k, part in enumerate(parts) if part.startswith("test_") or part.endswith("_test")),
+        len(parts) - 1,
+    )
+    return ".".join(parts[: tests_at + 1])
+
+
+@dataclass
+class Comparison:
+    rows: dict[str, list[str]] = field(default_factory=dict)  # category -> test ids
+    causes: Counter = field(default_factory=Counter)  # environment rule -> count of could-not-run
+    base_counts: Counter = field(default_factory=Counter)
+    patch_counts: Counter = field(default_factory=Counter)
+
+    def add(self, category: str, test_id: str) -> None:
+        self.rows.setdefault(category, []).append(test_id)
+
+    def count(self, category: str) -> int:
+        return len(self.rows.get(category, []))
+
+    @property
+    def ran(self) -> int:
+        """Tests that actually ran (passed or failed for a reason that is not the environment)."""
+        return sum(self.count(c) for c in RAN_CATEGORIES)
+
+
+RAN_CATEGORIES = ("passed", "regressed", "fixed", "still-failing", "new-passed", "new-failed", "removed")
+
+
+def compare(base: dict[str, Outcome], patched: dict[str, Outcome]) -> Comparison:
+    """Compare outcomes by test id; see the module docstring for could-not-run."""
+    result = Comparison()
+    result.base_counts.update(o.status for o in base.values())
+    result.patch_counts.update(o.status for o in patched.values())
+    broken_modules = {module_of(t) for t, o in patched.items() if o.status == "error" and "::" not in t}
+    broken_modules |= {module_of(t) for t, o in patched.items() if o.status == "error" and not o.cause}
+    for test_id in sorted(set(base) | set(patched)):
+        b, p = base.get(test_id), patched.get(test_id)
+        result.add(_category(test_id, b, p, broken_modules, result.causes), test_id)
+    return result
+
+
+def _category(test_id, b: Outcome | None, p: Outcome | None, broken_modules, causes: Counter) -> str:
+    if p is None:
+        if b.status == "passed" and module_of(test_id) in broken_modules:
+            return "regressed"  # the patch broke collection of a module whose tests passed
+        return "removed" if b.status == "passed" else "skipped"
+    if b is None:
+        if p.broken and p.cause:
+            causes[p.cause] += 1
+            return "could-not-run"
+        return {"passed": "new-passed", "skipped": "skipped"}.get(p.status, "new-failed")
+    if b.status == "skipped" and p.status == "skipped":
+        return "skipped"
+    if b.status == "passed":
+        return "passed" if p.status in ("passed", "skipped") else "regressed"
+    if b.broken and p.broken:
+        if b.cause and p.cause:
+            causes[p.cause] += 1
+            return "could-not-run"
+        return "still-failing"
+    if b.broken and p.status == "passed":
+        return "fixed"
+    return "skipped"
+
+
+def summarise(cmp: Comparison) -> str:
+    """'202 passed on both; 212 could-not-run (no-accelerator); 0 regressed'."""
+    parts = [f"{cmp.count('passed')} passed on both"]
+    for category in ("fixed", "still-failing", "new-passed", "new-failed", "removed"):
+        if cmp.count(category):
+            parts.append(f"{cmp.count(category)} {category}")
+    if cmp.count("could-not-run"):
+        causes = ", ".join(
+            f"{name} {n}" if len(cmp.causes) > 1 else name for name, n in cmp.causes.most_common()
+        )
+        parts.append(f"{cmp.count('could-not-run')} could-not-run ({causes})")
+    parts.append(f"{cmp.count('regressed')} regressed")
+    return "; ".join(parts)

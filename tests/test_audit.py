@@ -1,0 +1,129 @@
+import json
+
+import pytest
+from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
+from typer.testing import CliRunner
+
+from patchkit.audit import in_shard, merge_results, parse_shard, patch_verdict, worst
+from patchkit.cli import app
+from patchkit.errors import UserError
+from patchkit.model import AuditResult, GateResult, PatchAudit, Pin
+
+CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
+SIGN = "Signed-off-by: Ada Dev <ada@example.org>"
+
+
+def g(gate, status, summary="s"):
+    return GateResult(gate, status, summary)
+
+
+def test_verdict_ready_needs_work_blocked():
+    assert patch_verdict([g("apply", "passed"), g("dco", "passed")]) == (
+        "ready", ["all gates passed (apply, dco)"])  # fmt: skip
+    verdict, reasons = patch_verdict([g("apply", "passed"), g("ruff", "failed", "1 finding")])
+    assert verdict == "needs-work" and reasons == ["ruff failed: 1 finding"]
+    verdict, _ = patch_verdict([g("apply", "failed"), g("dco", "failed"), g("ruff", "skipped")])
+    assert verdict == "blocked"
+
+
+def test_could_not_run_does_not_block_but_is_a_reason():
+    verdict, reasons = patch_verdict([g("apply", "passed"), g("tests", "could-not-run", "no-accelerator")])
+    assert verdict == "ready"
+    assert reasons == ["tests could not run here: no-accelerator (does not block the verdict)"]
+
+
+def test_series_verdict_is_the_worst():
+    assert worst(["ready", "blocked", "needs-work"]) == "blocked"
+    assert worst(["ready", "needs-work"]) == "needs-work"
+    assert worst([]) == "ready"
+
+
+def test_shards_are_deterministic_and_cover_the_series_once():
+    shards = [parse_shard(f"{i}/3") for i in (1, 2, 3)]
+    owners = [[k for k, s in enumerate(shards) if in_shard(index, s)] for index in range(10)]
+    assert all(len(o) == 1 for o in owners)
+    assert [k for k in range(10) if in_shard(k, (2, 3))] == [1, 4, 7]
+    for bad in ("0/2", "3/2", "x", "1-2"):
+        with pytest.raises(UserError):
+            parse_shard(bad)
+
+
+def _result(names, shard, order):
+    pin = Pin(tree_hash="h")
+    patches = [PatchAudit(n, "d", {"en": n}, [], "ready" if "ok" in n else "needs-work", []) for n in names]
+    return AuditResult("s", pin, patches, worst([p.verdict for p in patches]),
+                       {"series_patches": order}, shard, "t")  # fmt: skip
+
+
+def test_merge_restores_series_order_and_verdict():
+    order = ["a-ok", "b", "c-ok", "d-ok"]
+    merged = merge_results([_result(["b", "d-ok"], "2/2", order), _result(["a-ok", "c-ok"], "1/2", order)])
+    assert [p.patch for p in merged.patches] == order
+    assert merged.verdict == "needs-work" and merged.shard is None
+    roundtrip = AuditResult.from_dict(json.loads(json.dumps(merged.to_dict())))
+    assert roundtrip.patches[1].patch == "b"
+
+
+def test_merge_refuses_overlap_and_other_base():
+    order = ["a-ok"]
+    with pytest.raises(UserError):
+        merge_results([_result(["a-ok"], "1/2", order), _result(["a-ok"], "2/2", order)])
+    other = _result(["b"], "2/2", order)
+    other.base = Pin(tree_hash="other")
+    with pytest.raises(UserError):
+        merge_results([_result(["a-ok"], "1/2", order), other])
+
+
+def _cli_series(tmp_path, signed=True):
+    base = fake_base(tmp_path / "base")
+    trailers = SIGN if signed else ""
+    calc = file_diff("vllm/calc.py", CALC, CALC.replace("a + b", "b + a"))
+    hub = file_diff("vllm/hub.py", None, "NAME = 1\n")
+    patches = {
+        "0001-calc.patch": patch_text(calc, trailers=trailers),
+        "0002-hub.patch": patch_text(hub, trailers=trailers),
+    }
+    series = write_series(tmp_path / "series", patches)
+    return base, series
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
+
+
+def test_cli_exit_codes_and_json(tmp_path):
+    runner = CliRunner()
+    base, series = _cli_series(tmp_path)
+    out = tmp_path / "a.json"
+    args = ["audit", str(series), "--base", str(base), "--gates", "apply,dco", "--json", str(out)]
+    ok = runner.invoke(app, args)
+    assert ok.exit_code == 0, ok.output
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "ready" and [p["patch"] for p in data["patches"]] == [
+        "0001-calc.patch",
+        "0002-hub.patch",
+    ]
+    assert data["patches"][0]["files"] == [{"path": "vllm/calc.py", "added": 1, "removed": 1}]
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and "cached" in again.output
+
+    shard = runner.invoke(app, [*args[:-2], "--json", str(tmp_path / "s.json"), "--shard", "2/2"])
+    assert shard.exit_code == 0
+    assert [p["patch"] for p in json.loads((tmp_path / "s.json").read_text())["patches"]] == [
+        "0002-hub.patch"
+    ]
+
+
+def test_cli_unsigned_is_exit_1_and_bad_input_exit_2(tmp_path):
+    runner = CliRunner()
+    base, series = _cli_series(tmp_path, signed=False)
+    out = tmp_path / "a.json"
+    failed = runner.invoke(
+        app, ["audit", str(series), "--base", str(base), "--gates", "dco", "--json", str(out)]
+    )
+    assert failed.exit_code == 1
+    assert json.loads(out.read_text())["patches"][0]["verdict"] == "needs-work"
+    assert runner.invoke(app, ["audit", str(tmp_path), "--base", str(base)]).exit_code == 2
+    assert runner.invoke(app, ["audit", str(series), "--base", str(base), "--gates", "lint"]).exit_code == 2
+    assert runner.invoke(app, ["audit", str(series), "--base", str(base), "--shard", "3/2"]).exit_code == 2

@@ -1,0 +1,99 @@
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
+
+from patchkit.audit import AuditOptions, run_audit
+from patchkit.basetree import BaseTree
+from patchkit.domains import load_rules
+from patchkit.gates.tests import TestSettings, materialise
+from patchkit.model import Pin
+from patchkit.pin import tree_hash
+
+CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
+SIGN = "Signed-off-by: Ada Dev <ada@example.org>"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def build(tmp_path: Path, patches: dict[str, str]):
+    root = fake_base(tmp_path / "base")
+    series = write_series(tmp_path / "series", patches)
+    return BaseTree(root), Pin(source="path", path=str(root), tree_hash=tree_hash(root)), series
+
+
+def audit(base, pin, series, gates=("apply", "tests"), use_cache=True):
+    settings = TestSettings(python=sys.executable, base_root=base.root, base_hash=pin.tree_hash,
+                            test_timeout=120, use_cache=use_cache)  # fmt: skip
+    options = AuditOptions(gates=list(gates), jobs=2, use_cache=use_cache, tests=settings)
+    return run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options)
+
+
+def gate(result, patch_index, name="tests"):
+    return next(g for g in result.patches[patch_index].gates if g.gate == name)
+
+
+def test_regressed_could_not_run_and_passed(tmp_path, cache):
+    patches = {
+        "0001-hub.patch": patch_text(file_diff("vllm/hub.py", None, "NAME = 'hub'\n"), trailers=SIGN),
+        "0002-calc.patch": patch_text(
+            file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env")), trailers=SIGN
+        ),  # fmt: skip
+        "0003-calc.patch": patch_text(
+            file_diff("vllm/calc.py", CALC, CALC.replace("x * 2", "x * 3")), trailers=SIGN
+        ),
+    }
+    base, pin, series = build(tmp_path, patches)
+    result = audit(base, pin, series)
+    hub, ok, broken = gate(result, 0), gate(result, 1), gate(result, 2)
+
+    assert hub.status == "could-not-run"  # nothing ran: never passed
+    assert hub.details["causes"] == {"no-accelerator": 1, "model-hub-unreachable": 1}
+    assert hub.summary.startswith("nothing ran")
+    assert result.patches[0].verdict == "ready"
+    assert any("tests could not run here" in r for r in result.patches[0].reasons)
+
+    assert ok.status == "passed" and ok.summary == "2 passed on both; 0 regressed"
+    assert broken.status == "failed"
+    assert broken.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]
+    assert "assert 12 == 8" in broken.details["messages"]["tests.test_calc::test_scale"]
+    assert result.patches[2].verdict == "needs-work" and result.verdict == "needs-work"
+
+    again = audit(base, pin, series)
+    assert all(g.cached for pa in again.patches for g in pa.gates)
+    assert [g.status for pa in again.patches for g in pa.gates] == [
+        g.status for pa in result.patches for g in pa.gates
+    ]
+    assert list((cache / "audit-baseline").glob("*.json"))
+    assert not (base.root / "tests" / "__pycache__").exists()  # the base is never written
+
+
+def test_no_selected_test_is_could_not_run(tmp_path, cache):
+    base, pin, series = build(tmp_path, {"0001-x.patch": patch_text(file_diff("docs/x.md", None, "x\n"))})
+    result = audit(base, pin, series, use_cache=False)
+    assert gate(result, 0).status == "could-not-run"
+    assert not list(cache.glob("audit-gate/*.json"))  # --no-cache writes nothing
+
+
+def test_materialise_never_edits_the_base(tmp_path):
+    root = fake_base(tmp_path / "base")
+    materialise(root, {"vllm/calc.py": b"changed\n", "vllm/__init__.py": None}, tmp_path / "copy")
+    assert (root / "vllm" / "calc.py").read_text() == CALC
+    assert (root / "vllm" / "__init__.py").exists()
+    assert (tmp_path / "copy" / "vllm" / "calc.py").read_text() == "changed\n"
+    assert not (tmp_path / "copy" / "vllm" / "__init__.py").exists()
+
+
+def test_unprepared_environment_is_could_not_run(tmp_path, cache):
+    calc = patch_text(file_diff("vllm/calc.py", CALC, CALC.replace("a + b", "b + a")))
+    base, pin, series = build(tmp_path, {"0001-calc.patch": calc})
+    settings = TestSettings(python=sys.executable, base_root=base.root, base_hash=pin.tree_hash,
+                            env_error="torch==2.13.0: exit 1")  # fmt: skip
+    options = AuditOptions(gates=["tests"], use_cache=False, tests=settings)
+    result = run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options)
+    assert gate(result, 0).status == "could-not-run" and "torch==2.13.0" in gate(result, 0).summary
