@@ -34,6 +34,7 @@ class AuditConfig:
     test_timeout: float = 300
     per_test_timeout: float = 60
     python: str | None = None  # interpreter path (resolved) or a bare name looked up on PATH
+    prepare_env: bool = False  # build (once, cached) a venv with the base's test deps when no python is named
 
 
 @dataclass
@@ -63,6 +64,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "test_timeout": "seconds",
         "per_test_timeout": "seconds",
         "python": "python",
+        "prepare_env": "bool",
     },
 }
 
@@ -190,6 +192,10 @@ class _Tables:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise TypeError(f"expected a list of paths, got {_describe(value)}")
             return [(base / Path(v).expanduser()).resolve() for v in value]
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise TypeError(f"expected true or false, got {_describe(value)}")
+            return value
         if kind == "strs":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise TypeError(f"expected a list of strings, got {_describe(value)}")

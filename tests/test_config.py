@@ -130,3 +130,13 @@ def test_errors_name_file_line_and_key(tmp_path: Path, text: str, line: int, mes
     assert message in str(err.value)
     assert err.value.where == f"{path}:{line}"
     assert err.value.line().startswith(f"{path}:{line}: ")
+
+
+def test_prepare_env_is_a_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "patchkit.toml"
+    path.write_text("[audit]\nprepare_env = true\n")
+    assert config.load_config(path).audit.prepare_env is True
+    path.write_text("[audit]\nprepare_env = 1\n")
+    with pytest.raises(UserError) as info:
+        config.load_config(path)
+    assert "audit.prepare_env" in str(info.value) and "true or false" in str(info.value)

@@ -80,7 +80,7 @@ def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pi
                             test_timeout=config.audit.test_timeout,
                             per_test_timeout=config.audit.per_test_timeout, use_cache=use_cache)  # fmt: skip
     chosen = python or config.audit.python
-    if chosen is None and prepare_env:
+    if chosen is None and (prepare_env or config.audit.prepare_env):
         try:
             chosen = testenv.prepare(tree.root)
         except testenv.TestEnvError as exc:

@@ -75,6 +75,18 @@ def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
             target.write_bytes(data)
 
 
+# Upstream tests run offline unless the caller's environment says otherwise: without this a test
+# that wants the model hub retries with backoff for minutes instead of failing at once (and being
+# classified model-hub-unreachable).
+OFFLINE_DEFAULTS = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+
 def run_pytest(
     settings: TestSettings, tree: Path, tests: list[str], env_info: dict
 ) -> dict[str, Outcome] | str:
@@ -83,7 +95,7 @@ def run_pytest(
     args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
     if env_info.get("pytest_timeout"):
         args.append(f"--timeout={settings.per_test_timeout:g}")
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         proc = subprocess.run([*args, *tests], cwd=tree, env=env, capture_output=True, text=True,
                               timeout=settings.test_timeout)  # fmt: skip
