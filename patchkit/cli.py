@@ -53,6 +53,24 @@ def split(
     _run(command.run, replays, base, pin, rules, out, explain, json_out, root)
 
 
+@app.command()
+def rebase(
+    series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
+    to: Annotated[Optional[Path], typer.Option("--to", help="pin file of the new base")] = None,
+    to_base: Annotated[Optional[Path], typer.Option(help="new base source tree")] = None,
+    from_: Annotated[Optional[Path], typer.Option("--from", help="old base pin (split.json)")] = None,
+    from_base: Annotated[Optional[Path], typer.Option(help="old base source tree")] = None,
+    out: Annotated[Path, typer.Option(help="directory for the rebased series")] = Path("rebase-out"),
+    continue_: Annotated[bool, typer.Option("--continue", help="go on after resolving the worktree")] = False,
+    abort: Annotated[bool, typer.Option(help="drop the rebase, restore --out as it was")] = False,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="also write the report here")] = None,
+) -> None:
+    """Carry a series to a new base with a 3-way merge; stop on conflicts like git rebase."""
+    from patchkit.commands import rebase as command
+
+    _run(command.run, series_dir, to, to_base, from_, from_base, out, continue_, abort, json_out)
+
+
 _TARGET_HELP = "checkout | site-packages"
 
 

@@ -92,3 +92,25 @@ def diff_no_index(old: Path, new: Path, cwd: Path, context: int = 3) -> bytes:
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"git diff --no-index failed: {proc.stderr.decode(errors='replace')}")
     return proc.stdout
+
+
+def merge_file(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]) -> tuple[bytes, int]:
+    """3-way merge of one file's bytes with ``git merge-file -p --diff3``: (result, conflicts).
+
+    The result holds diff3 conflict markers where both sides changed the same lines.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="patchkit-merge-") as tmp:
+        paths = []
+        for name, data in zip(("ours", "base", "theirs"), (ours, base, theirs)):
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            paths.append(str(path))
+        args = ["merge-file", "-p", "--diff3"]
+        for label in labels:
+            args += ["-L", label]
+        proc = run([*args, *paths], tmp, check=False)
+    if proc.returncode < 0 or proc.returncode > 127:
+        raise RuntimeError(f"git merge-file failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout, proc.returncode
