@@ -274,7 +274,8 @@ def _guide(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], trees: Trees,
         from patchkit import guide
     except ImportError:
         return {}
-    version = hashlib.sha256(Path(guide.__file__).read_bytes()).hexdigest()
+    sources = sorted(Path(guide.__file__).parent.glob("*.py"))  # every module of the package
+    version = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
     key = gate_key("guide", patch, earlier, base_hash, version)
     if use_cache and (hit := store.get_json("audit-guide", key)) is not None:
         return hit

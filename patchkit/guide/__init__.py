@@ -1,0 +1,75 @@
+"""Reviewer guide: the findings a careful vLLM maintainer would raise about one patch.
+
+Deterministic and offline: Python ``ast`` over the pre- and post-image of each changed file, plus
+path rules. ``Finding.line`` is a post-image line, except for ``PRE_IMAGE_KINDS`` (the thing is
+gone) where it is the pre-image line; 0 means "the file as a whole".
+
+Layout: ``view`` (each image parsed and walked once), ``findings`` (per-file detectors),
+``crossfile`` (env vars, tests, commit messages), ``priority`` (priority, order, follow-ups).
+"""
+
+from __future__ import annotations
+
+from patchkit.guide.crossfile import _env_findings, _message_findings, _test_findings
+from patchkit.guide.findings import (
+    CONSTRAINT_KWARGS,
+    HIGH_KINDS,
+    HOT_PATHS,
+    LOG_METHODS,
+    MAGIC_MIN,
+    MAX_PER_KIND,
+    PRE_IMAGE_KINDS,
+    REWRITE_LINES,
+    REWRITE_SHARE,
+    _cap,
+    _file_findings,
+)
+from patchkit.guide.priority import CONTRACT_PATHS, _follow_ups, _order, _priority
+from patchkit.guide.view import Source, _Images, _view
+from patchkit.model import Commit, FilePatch, Finding
+
+__all__ = [
+    "CONSTRAINT_KWARGS",
+    "CONTRACT_PATHS",
+    "HIGH_KINDS",
+    "HOT_PATHS",
+    "LOG_METHODS",
+    "MAGIC_MIN",
+    "MAX_PER_KIND",
+    "PRE_IMAGE_KINDS",
+    "REWRITE_LINES",
+    "REWRITE_SHARE",
+    "Source",
+    "review_guide",
+]
+
+
+def review_guide(
+    files: list[FilePatch],
+    pre: Source,
+    post: Source,
+    commits: list[Commit | None],
+    domain: str,
+    source_files: list[set[str]] | None = None,
+) -> dict:
+    """The guide for one patch: findings, reading priority and order, follow-ups.
+
+    ``source_files[i]`` is every file ``commits[i]`` touched across the whole series (a split
+    patch holds only part of a commit); without it a commit's message is checked against this
+    patch's files only.
+    """
+    images = _Images()  # each distinct pre/post source is parsed and walked once for all detectors
+    views = [_view(fp, pre, post, images) for fp in files]
+    findings: list[Finding] = []
+    for view in views:
+        findings += _cap(_file_findings(view))
+    findings += _env_findings(views)
+    findings += _test_findings(files)
+    findings += _message_findings(files, commits, source_files)
+    return {
+        "domain": domain,
+        "findings": [f.to_dict() for f in findings],
+        "priority": _priority(findings),
+        "order": _order(files),
+        "follow_ups": _follow_ups(findings),
+    }
