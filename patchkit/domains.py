@@ -35,8 +35,10 @@ def load_rules(path: Path | None = None) -> list[Domain]:
 def parse_rules(text: str, name: str) -> list[Domain]:
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or an integer too long to convert
         raise UserError(f"invalid TOML: {exc}", name) from exc
+    except RecursionError:
+        raise UserError("invalid TOML: arrays or tables nested too deeply", name) from None
     unknown = set(data) - {"domain"}
     if unknown:
         raise UserError(f"unknown top-level key(s) {sorted(unknown)}; expected [[domain]]", name)
@@ -106,7 +108,7 @@ def _rule(paths: object, patterns: object, where: str) -> DomainRule:
     for pattern in patterns:
         try:
             re.compile(pattern)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:  # a{huge}, deep nesting
             raise UserError(f"'patterns': bad regex {pattern!r}: {exc}", where) from exc
     return DomainRule(paths=list(paths), patterns=list(patterns))
 
@@ -180,9 +182,20 @@ class Classifier:
                 return LineVerdict(name, f"pattern /{pattern.pattern}/ in {glob}")
         return None
 
-    def classify_lines(self, path: str, lines: list[str], where: str) -> list[LineVerdict]:
-        """One verdict per changed line (``lines`` carry their '+'/'-' prefix)."""
+    def classify_lines(
+        self, path: str, lines: list[str], where: str, following: list[str] = ()
+    ) -> list[LineVerdict]:
+        """One verdict per changed line (``lines`` carry their '+'/'-' prefix).
+
+        ``following`` are the unchanged lines right after the block: a block of comments with no
+        anchor of its own documents the statement below it and goes where that statement goes.
+        """
         anchors = [self.anchor(path, line[1:]) for line in lines]
+        if not any(anchors) and all(_is_comment_or_blank(line) for line in lines):
+            below = next((ln for ln in following if ln.strip()), None)
+            verdict = self.anchor(path, below) if below is not None else None
+            if verdict:
+                return [LineVerdict(verdict.domain, f"{verdict.reason} (the line it documents)")] * len(lines)
         if not any(anchors):
             verdict = self.path_domain(path)
             if verdict is None:

@@ -16,9 +16,11 @@ from patchkit.errors import UserError
 from patchkit.model import Commit, FilePatch, Hunk, Patch, Replay, Trailer
 
 _FROM_GIT = re.compile(r"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$")
+_GIT_LOG = re.compile(r"^commit ([0-9a-f]{40})(?: \(.*\))?$")
 _FROM_MBOX = re.compile(r"^From \S+ +\w{3} \w{3} +\d+ [\d:]+ \d{4}$")
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
-_SUBJECT_TAG = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
+# at most 18 digits: a longer count is malformed, not a reason to crash int()
+_HUNK = re.compile(r"^@@ -(\d{1,18})(?:,(\d{1,18}))? \+(\d{1,18})(?:,(\d{1,18}))? @@ ?(.*)$")
+_SUBJECT_TAG = re.compile(r"^\s*(\[[^\]]*\b(?:PATCH|RFC)\b[^\]]*\]\s*)+")  # like `git am -b`: keep [Misc]
 _TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]):[ \t]*(\S.*)$")
 _DIFF_GIT = re.compile(r"^diff --git (.+)$")
 _EXT_HEADERS = (
@@ -48,6 +50,10 @@ def parse_text(text: str, name: str) -> list[Patch]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    log_starts = [i for i, line in enumerate(lines) if _GIT_LOG.match(line)]
+    if log_starts and log_starts[0] == _first_content_line(lines):
+        return [_parse_log_entry(lines[a:b], name, a)
+                for a, b in zip(log_starts, [*log_starts[1:], len(lines)])]  # fmt: skip
     starts = _message_starts(lines)
     if not starts:
         files = parse_diff(lines, name, 0)
@@ -59,6 +65,44 @@ def parse_text(text: str, name: str) -> list[Patch]:
         end = starts[i + 1] if i + 1 < len(starts) else len(lines)
         patches.append(_parse_message(lines[start:end], name, start))
     return patches
+
+
+def _first_content_line(lines: list[str]) -> int:
+    return next((i for i, line in enumerate(lines) if line.strip()), 0)
+
+
+def _parse_log_entry(lines: list[str], name: str, offset: int) -> Patch:
+    """One ``git log -p`` / ``git show`` entry: 'commit', 'Author:', 'Date:', indented message."""
+    sha = _GIT_LOG.match(lines[0]).group(1)
+    headers: dict[str, str] = {}
+    i = 1
+    while i < len(lines) and lines[i].strip():
+        key, sep, value = lines[i].partition(":")
+        if not sep:
+            raise UserError(f"malformed git log header {lines[i][:60]!r}", f"{name}:{offset + i + 1}")
+        headers[key.strip().lower()] = value.strip()
+        i += 1
+    message: list[str] = []
+    i += 1
+    while i < len(lines) and (lines[i].startswith("    ") or not lines[i].strip()):
+        if lines[i].startswith("diff --git "):
+            break
+        message.append(lines[i][4:])
+        i += 1
+    text = "\n".join(message).strip("\n")
+    subject, _, body = text.partition("\n")
+    author, mail = email.utils.parseaddr(headers.get("author", ""))
+    commit = Commit(
+        sha=sha,
+        author=author or None,
+        email=mail or None,
+        date=headers.get("date") or headers.get("authordate"),
+        subject=subject.strip(),
+        body=text,
+        trailers=parse_trailers(text),
+        source=f"{name}:{offset + 1}",
+    )
+    return Patch(commit=commit, files=parse_diff(lines[i:], name, offset + i), source=name)
 
 
 def _message_starts(lines: list[str]) -> list[int]:
@@ -102,7 +146,10 @@ def _parse_message(lines: list[str], name: str, offset: int) -> Patch:
     message = body_lines[:diff_at] if diff_at is not None else body_lines
     message = _strip_diffstat(message)
     subject = _SUBJECT_TAG.sub("", _decode_header(headers.get("subject", ""))).strip()
-    author, mail = email.utils.parseaddr(_decode_header(headers.get("from", "")))
+    try:
+        author, mail = email.utils.parseaddr(_decode_header(headers.get("from", "")))
+    except RecursionError:  # deeply nested (comments) make the stdlib parser recurse without end
+        raise UserError("unreadable From: header (nested too deeply)", where) from None
     body_text = "\n".join(message).strip("\n")
     trailers = parse_trailers(body_text)
     commit = Commit(
@@ -125,7 +172,10 @@ def _decode_header(value: str) -> str:
     parts = []
     for chunk, charset in email.header.decode_header(value):
         if isinstance(chunk, bytes):
-            parts.append(chunk.decode(charset or "utf-8", errors="replace"))
+            try:
+                parts.append(chunk.decode(charset or "utf-8", errors="replace"))
+            except (LookupError, ValueError):  # an unknown charset, or a codec that is not text
+                parts.append(chunk.decode("utf-8", errors="replace"))
         else:
             parts.append(chunk)
     return "".join(parts)
@@ -264,7 +314,7 @@ def _unquote(text: str, where: str) -> tuple[str, str]:
                 out.append(escapes[nxt])
                 i += 2
                 continue
-            if re.match(r"[0-7]{3}", text[i + 1 : i + 4]):
+            if re.match(r"[0-3][0-7]{2}", text[i + 1 : i + 4]):  # one byte: \000 to \377
                 out.append(int(text[i + 1 : i + 4], 8))
                 i += 4
                 continue
@@ -299,7 +349,10 @@ def _read_git_headers(lines: list[str], i: int, fp: FilePatch, name: str, offset
         elif line.startswith("new file mode "):
             fp.new_mode, fp.old_path = line[14:].strip(), None
         elif line.startswith(("similarity index ", "dissimilarity index ")):
-            fp.similarity = int(re.sub(r"\D", "", line) or 0)
+            digits = re.sub(r"\D", "", line)
+            if len(digits) > 9:
+                raise UserError(f"malformed similarity line {line[:60]!r}", where)
+            fp.similarity = int(digits or 0)
         elif line.startswith(("rename from ", "copy from ")):
             fp.old_path = line.split(" from ", 1)[1]
         elif line.startswith(("rename to ", "copy to ")):

@@ -7,6 +7,7 @@ independently, from the rendered text, that applying the series gives base + rep
 
 from __future__ import annotations
 
+import hashlib
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from patchkit.basetree import BaseTree
 from patchkit.domains import Classifier, LineVerdict
 from patchkit.errors import UserError
 from patchkit.model import Assignment, Domain, FilePatch, Pin, Replay, Series, SplitPatch
+from patchkit.overlays import ABSENT, OVERLAY_DIR, Overlay, base_matches
 from patchkit.parse import parse_diff
 from patchkit.patchtext import (
     HunkMismatch,
@@ -79,6 +81,7 @@ class SplitResult:
     series: Series
     texts: dict[str, str]  # patch file name → diff text (without mail header)
     states: dict[str, FileState]
+    overlays: dict[str, Overlay] = field(default_factory=dict)  # "overlays/<stem>.toml" → overlay
 
 
 def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, FileState]:
@@ -171,13 +174,15 @@ def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path)
     blocks: list[Block] = []
     for fp in diff:
         state = states[fp.path]
+        post_lines = split_lines(state.post) if state.post else []
         for hunk in fp.hunks:
             old, new = hunk_sides(hunk)
             changed_lines = [ln for ln in hunk.lines if ln[:1] in "+-"]
             where = f"{fp.path}:{hunk.new_start or hunk.old_start}"
-            verdicts = classifier.classify_lines(fp.path, changed_lines, where)
             old_index = hunk.old_start - 1 if hunk.old_count else hunk.old_start
             new_index = hunk.new_start - 1 if hunk.new_count else hunk.new_start
+            below = post_lines[new_index + len(new) : new_index + len(new) + 3]
+            verdicts = classifier.classify_lines(fp.path, changed_lines, where, below)
             line_commits = [state.removed_by.get(i) for i in range(old_index, old_index + len(old))]
             line_commits += [state.origins[i][0] for i in range(new_index, new_index + len(new))]
             blocks.append(Block(
@@ -213,7 +218,9 @@ def compose(state: FileState, blocks: list[Block], chosen: set[str]) -> Side:
 
 
 def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: str,
-                 pin: Pin | None = None) -> SplitResult:  # fmt: skip
+                 pin: Pin | None = None, overlay_threshold: float | None = None) -> SplitResult:  # fmt: skip
+    """One patch per domain; with ``overlay_threshold``, new and largely rewritten files of a
+    domain's step become whole-file overlays listed after its patch instead of diffs."""
     classifier = Classifier(domains)
     states = replay_onto_base(replay, base, prefix)
     with tempfile.TemporaryDirectory(prefix="patchkit-split-") as tmp:
@@ -248,6 +255,11 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         fp.old_path = fp.old_path.split("/", 1)[1] if fp.old_path else None
         fp.new_path = fp.new_path.split("/", 1)[1] if fp.new_path else None
         per_step.setdefault(int(k), []).append(fp)
+    step_overlays: dict[int, dict[str, Overlay]] = {}
+    if overlay_threshold is not None:
+        sides = {key: (before, after) for key, before, after in steps}
+        for k, files in per_step.items():
+            step_overlays[k] = _take_overlays(k, order[k], files, sides, overlay_threshold)
     patches = []
     for k, name in enumerate(order):
         domain = classifier.by_name(name)
@@ -256,12 +268,50 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         patches.append(SplitPatch(number=k + 1, domain=name, title=domain.title, filename=filename,
                                   files=per_step.get(k, []), source_commits=commits,
                                   tests=list(domain.tests)))  # fmt: skip
+        if k in step_overlays:
+            patches[-1].overlays = list(step_overlays[k])
     series = Series(base=pin or Pin(source="path", path=str(base.root)), patches=patches,
                     commits=replay.commits, assignments=assignments(blocks),
                     absorbed=absorbed_commits(replay, patches),
                     path_prefix=prefix)  # fmt: skip
     texts = {p.filename: render_diff(p.files) for p in patches}
-    return SplitResult(series=series, texts=texts, states=states)
+    overlays = {name: o for found in step_overlays.values() for name, o in found.items()}
+    return SplitResult(series=series, texts=texts, states=states, overlays=overlays)
+
+
+def overlay_reason(before: Side, after: Side, fp: FilePatch, threshold: float) -> str | None:
+    """Why a step's change of one file is better owned whole (None: keep it a diff).
+
+    New files, and files whose changed share (added + removed lines over the larger side) reaches
+    ``threshold``; never deletions, renames or mode changes, which an overlay cannot express."""
+    (old, old_mode), (new, new_mode) = before, after
+    if new is None or (fp.old_path and fp.new_path and fp.old_path != fp.new_path):
+        return None
+    if old is None:
+        return "new file" if new_mode == "100644" else None
+    if old_mode != new_mode:
+        return None
+    size = max(len(split_lines(old)), len(split_lines(new)), 1)
+    share = (fp.added + fp.removed) / size
+    if share < threshold:
+        return None
+    return f"rewrites {min(100, round(share * 100))}% of the file"
+
+
+def _take_overlays(k: int, domain: str, files: list[FilePatch], sides: dict[str, tuple[Side, Side]],
+                   threshold: float) -> dict[str, Overlay]:  # fmt: skip
+    """Remove from ``files`` (step ``k``'s diff) what becomes an overlay; return those overlays."""
+    found: dict[str, Overlay] = {}
+    for fp in list(files):
+        before, after = sides[f"{k:04d}/{fp.path}"]
+        reason = overlay_reason(before, after, fp, threshold)
+        if reason is None or after[0] is None:
+            continue
+        base_sha = hashlib.sha256(before[0]).hexdigest() if before[0] is not None else ABSENT
+        stem = f"{k + 1:04d}-{domain}-{fp.path.replace('/', '_')}"
+        found[f"{OVERLAY_DIR}/{stem}.toml"] = Overlay(f"{stem}.toml", fp.path, base_sha, after[0], reason)
+        files.remove(fp)
+    return found
 
 
 def assignments(blocks: list[Block]) -> list[Assignment]:
@@ -290,6 +340,12 @@ def assignments(blocks: list[Block]) -> list[Assignment]:
     return records
 
 
+def diff_sides(pairs: list[tuple[str, Side, Side]], context: int = 3) -> list[FilePatch]:
+    """``git diff`` of in-memory (path, old, new) pairs, e.g. an overlay against the file it replaces."""
+    with tempfile.TemporaryDirectory(prefix="patchkit-diff-") as tmp:
+        return _diff_pairs(pairs, Path(tmp), context)
+
+
 def _diff_pairs(pairs: list[tuple[str, Side, Side]], work: Path, context: int) -> list[FilePatch]:
     """One ``git diff --no-index`` over many (path, old, new) pairs; paths come back repo-relative."""
     a, b = work / "a", work / "b"
@@ -316,21 +372,29 @@ def _write(path: Path, data: bytes | None, mode: str | None) -> None:
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def compute_dependencies(base: BaseTree, patches: list[SplitPatch]) -> None:
-    """Set ``depends_on``: the smallest earlier set without which a patch does not apply to base."""
+def compute_dependencies(base: BaseTree, patches: list[SplitPatch],
+                         overlays: dict[str, Overlay] | None = None) -> None:  # fmt: skip
+    """Set ``depends_on``: the smallest earlier set without which a patch (with its overlays, from
+    ``overlays`` by name) does not apply to base."""
+    overlays = overlays or {}
     for k, patch in enumerate(patches):
-        if _applies(base, [patch]):
+        if _applies(base, [patch], overlays):
             continue
         touched = {fp.old_path for fp in patch.files if fp.old_path}
-        needed = [p for p in patches[:k] if touched & {fp.path for fp in p.files}]
+        touched |= {overlays[name].target for name in patch.overlays}
+        needed = [p for p in patches[:k] if touched & _touched(p, overlays)]
         for candidate in list(needed):
             trial = [p for p in needed if p is not candidate]
-            if _applies(base, [*trial, patch]):
+            if _applies(base, [*trial, patch], overlays):
                 needed = trial
         patch.depends_on = [p.domain for p in needed]
 
 
-def _applies(base: BaseTree, patches: list[SplitPatch]) -> bool:
+def _touched(patch: SplitPatch, overlays: dict[str, Overlay]) -> set[str]:
+    return {fp.path for fp in patch.files} | {overlays[name].target for name in patch.overlays}
+
+
+def _applies(base: BaseTree, patches: list[SplitPatch], overlays: dict[str, Overlay] | None = None) -> bool:
     tree: dict[str, bytes | None] = {}
     for patch in patches:
         for fp in patch.files:
@@ -344,6 +408,12 @@ def _applies(base: BaseTree, patches: list[SplitPatch]) -> bool:
                 tree[fp.old_path] = None
             if fp.new_path:
                 tree[fp.new_path] = new
+        for name in patch.overlays:
+            overlay = (overlays or {})[name]
+            current = tree[overlay.target] if overlay.target in tree else base.read(overlay.target)
+            if not base_matches(overlay, current):
+                return False
+            tree[overlay.target] = overlay.content
     return True
 
 

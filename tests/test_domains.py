@@ -106,6 +106,20 @@ def test_mixed_block_split_per_line_with_comment_above() -> None:
     assert verdicts[2].reason.endswith("(nearby line)")
 
 
+def test_comment_block_follows_the_statement_below_it() -> None:
+    c = Classifier(parse_rules(RULES, "r.toml"))
+    comment = ["-# old words", "+# new words about the speculative length"]
+    [old, new] = c.classify_lines("pkg/envs.py", comment, "pkg/envs.py:4", ["", "SPEC_LEN = 3"])
+    assert old.domain == new.domain == "spec"
+    assert new.reason.endswith("(the line it documents)")
+    # code (not only comments) without an anchor does not look below: the path rule decides
+    [v] = c.classify_lines("pkg/envs.py", ["+PLAIN = 1"], "pkg/envs.py:4", ["SPEC_LEN = 3"])
+    assert v.domain == "config"
+    # nothing anchored below either: the path rule decides
+    [v, _] = c.classify_lines("pkg/envs.py", comment, "pkg/envs.py:4", ["PLAIN = 3"])
+    assert v.domain == "config"
+
+
 def test_no_rule_no_fallback_is_error_naming_file_line() -> None:
     c = Classifier(parse_rules(RULES, "r.toml"))
     with pytest.raises(UserError) as info:

@@ -241,3 +241,62 @@ def test_malformed_line_numbers_inside_second_mail() -> None:
         parse_text(text, "m.mbox")
     offset = ONE.count("\n") + 1
     assert info.value.where == f"m.mbox:{offset + 17}"  # its @@ line
+
+
+GIT_LOG_P = """\
+commit 1111111111111111111111111111111111111111 (HEAD -> main)
+Author: Ana Lima <ana@example.org>
+Date:   Tue Jul 28 23:15:48 2026 +0800
+
+    envs: raise the keep-alive default
+
+    Load balancers idle out after 60 s.
+
+    Co-Authored-By: Bo Chen <bo@example.org>
+    Signed-off-by: Ana Lima <ana@example.org>
+
+diff --git a/vllm/envs.py b/vllm/envs.py
+index 1234567..89abcde 100644
+--- a/vllm/envs.py
++++ b/vllm/envs.py
+@@ -1,2 +1,2 @@
+ import os
+-KEEP_ALIVE = 5
++KEEP_ALIVE = 65
+
+commit 2222222222222222222222222222222222222222
+Author: Bo Chen <bo@example.org>
+Date:   Wed Jul 29 10:00:00 2026 +0800
+
+    no sign-off here
+
+diff --git a/vllm/x.py b/vllm/x.py
+new file mode 100644
+index 0000000..1111111
+--- /dev/null
++++ b/vllm/x.py
+@@ -0,0 +1 @@
++X = 1
+"""
+
+
+def test_git_log_p_entries_keep_authorship_and_trailers() -> None:
+    first, second = parse_text(GIT_LOG_P, "log.patch")
+    assert first.commit.sha == "1" * 40
+    assert (first.commit.author, first.commit.email) == ("Ana Lima", "ana@example.org")
+    assert first.commit.subject == "envs: raise the keep-alive default"
+    assert [t.key for t in first.commit.trailers] == ["Co-Authored-By", "Signed-off-by"]
+    assert [fp.path for fp in first.files] == ["vllm/envs.py"]
+    assert first.files[0].hunks[0].lines == [" import os", "-KEEP_ALIVE = 5", "+KEEP_ALIVE = 65"]
+    assert second.commit.author == "Bo Chen" and second.commit.trailers == []
+    assert second.files[0].is_new and second.files[0].source == "log.patch:27"
+
+
+def test_subject_keeps_vllm_tags_and_drops_patch_prefixes() -> None:
+    mail = (
+        "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n"
+        "From: A <a@example.org>\nSubject: [RFC PATCH v2 3/7] [Core][Misc] tidy\n\nbody\n---\n"
+        "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    [patch] = parse_text(mail, "m.patch")
+    assert patch.commit.subject == "[Core][Misc] tidy"
