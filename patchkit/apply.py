@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from patchkit import git, journal, sitepackages
 from patchkit.errors import CheckFailed, UserError
 from patchkit.journal import FileChange, sha256
-from patchkit.overlays import Overlay, base_matches
+from patchkit.overlays import Overlay, base_matches, mismatch
 from patchkit.patchtext import HunkMismatch, apply_file_patch, preimage_matches
 from patchkit.seriesio import SeriesEntry
 from patchkit.sitepackages import Distribution
@@ -148,12 +148,16 @@ def _installed(target: Target, rel: str) -> bool:
 
 
 def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overlay]) -> Plan:
-    """Apply every patch in order, then every overlay, in memory; preimages checked everywhere."""
+    """Apply every patch and listed overlay in series order, then every unlisted overlay, in memory;
+    preimages checked everywhere."""
     tree = _MemoryTree(target)
     skipped: list[str] = []
     problems: list[str] = []
     failed: set[str] = set()
     for entry in entries:
+        if entry.overlay is not None:
+            _apply_overlay(target, tree, entry.overlay, skipped, problems)
+            continue
         for fp in (fp for patch in entry.patches for fp in patch.files):
             paths = [p for p in (fp.old_path, fp.new_path) if p]
             if not all(_installed(target, p) for p in paths):
@@ -169,23 +173,28 @@ def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overl
                 problems.append(f"{entry.name}: {problem}")
                 failed.update(paths)
     for overlay in overlays:
-        if not _installed(target, overlay.target):
-            skipped.append(overlay.target)
-            continue
-        current, mode = tree.get(overlay.target)
-        if not base_matches(overlay, current):
-            found = sha256(current) or "absent"
-            problems.append(f"overlay {overlay.name}: {overlay.target} has sha256 {found}, "
-                            f"the overlay replaces {overlay.base_sha256}")  # fmt: skip
-            continue
-        tree.files[overlay.target] = (overlay.content, mode or 0o644)
+        _apply_overlay(target, tree, overlay, skipped, problems)
     return tree.plan(skipped, problems)
+
+
+def _apply_overlay(target: Target, tree: _MemoryTree, overlay: Overlay, skipped: list[str],
+                   problems: list[str]) -> None:  # fmt: skip
+    if not _installed(target, overlay.target):
+        skipped.append(overlay.target)
+        return
+    current, mode = tree.get(overlay.target)
+    if not base_matches(overlay, current):
+        problems.append(mismatch(overlay, current))
+        return
+    tree.files[overlay.target] = (overlay.content, mode or 0o644)
 
 
 def _apply_one(tree: _MemoryTree, fp) -> str | None:
     old, old_mode = tree.get(fp.old_path) if fp.old_path else (None, None)
     if fp.is_new and tree.get(fp.new_path)[0] is not None:
         return f"{fp.new_path}: the patch creates it but it already exists"
+    if fp.is_rename and tree.get(fp.new_path)[0] is not None:  # tree.get also checks the path is safe
+        return f"{fp.new_path}: the patch renames {fp.old_path} onto it but it already exists"
     if not fp.is_new and old is None:
         return f"{fp.old_path}: the patch changes it but it does not exist"
     try:
@@ -255,13 +264,22 @@ def commit_plan(target: Target, plan: Plan, state: dict) -> list[str]:
     if record := _record_change(target, plan):
         rel, old, new = record
         changes[rel] = (old, new, _read(target.root / rel)[1], _read(target.root / rel)[1])
+    require_writable(target, changes)
     base = target.state_dir / BASE_DIR
-    base.mkdir(parents=True, exist_ok=True)
-    for old, _, _, _ in changes.values():
-        if old is not None and not (base / sha256(old)).is_file():
-            tmp = base / f".{sha256(old)}.tmp"
-            tmp.write_bytes(old)
-            os.replace(tmp, base / sha256(old))
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        for old, _, _, _ in changes.values():
+            if old is not None and not (base / sha256(old)).is_file():
+                tmp = base / f".{sha256(old)}.tmp"
+                try:
+                    tmp.write_bytes(old)
+                    os.replace(tmp, base / sha256(old))
+                finally:
+                    tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        raise UserError(
+            f"cannot keep the base bytes in {base}: {exc.strerror}; nothing was changed"
+        ) from None
     file_changes = [
         FileChange(target.root / rel, old, new, om, nm) for rel, (old, new, om, nm) in changes.items()
     ]
@@ -319,7 +337,24 @@ def reverse_plan(target: Target, state: dict, force: bool) -> Plan:
     return plan
 
 
+def require_writable(target: Target, changes: dict) -> None:
+    """Refuse, before anything is written, a change to a read-only file or inside a read-only
+    directory (checked by mode bits too: root may write anywhere, but a read-only file is a no)."""
+    for rel in changes:
+        path = target.root / rel
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            parent = next(p for p in path.parents if p.exists())
+            if not os.access(parent, os.W_OK):
+                raise UserError(f"{rel}: directory {parent} is not writable; nothing was changed") from None
+            continue
+        if not mode & 0o222 or not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+            raise UserError(f"{rel}: read-only in {target.root}; nothing was changed")
+
+
 def commit_reverse(target: Target, plan: Plan) -> list[str]:
+    require_writable(target, plan.changes)
     changes = [
         FileChange(target.root / rel, old, new, om, nm) for rel, (old, new, om, nm) in plan.changes.items()
     ]

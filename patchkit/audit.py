@@ -20,14 +20,15 @@ from patchkit import store
 from patchkit.basetree import BaseTree
 from patchkit.domains import Classifier
 from patchkit.errors import UserError
-from patchkit.gates import Overlay, PatchUnderAudit, Trees, apply_files
+from patchkit.gates import Overlay, PatchUnderAudit, Trees, apply_files, apply_patch
 from patchkit.gates.apply import SeriesState, apply_gate, series_states
 from patchkit.gates.dco import dco_gate
 from patchkit.gates.ruff import ruff_gate, ruff_version
 from patchkit.gates.tests import TestSettings, environment, tests_gate
-from patchkit.model import AuditResult, Domain, GateResult, PatchAudit, Pin, Verdict
+from patchkit.model import AuditResult, Domain, FilePatch, GateResult, PatchAudit, Pin, Verdict
 from patchkit.patchtext import HunkMismatch, render_diff
 from patchkit.seriesio import load_entries, load_split_json
+from patchkit.split import diff_sides
 
 GATES = ("apply", "ruff", "dco", "tests")
 _RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
@@ -107,16 +108,27 @@ def gate_key(gate: str, patch: PatchUnderAudit, earlier: list[PatchUnderAudit], 
 
 
 def load_patches(series_dir: Path, domains: list[Domain]) -> list[PatchUnderAudit]:
-    """The series as the gates see it: split.json gives domains, source commits and needs."""
+    """The series as the gates see it: split.json gives domains, source commits and needs.
+
+    An overlay belongs to the patch of its domain (split.json's ``overlays``, else the same NNNN
+    prefix); one whose patch is not in the series is audited as a patch of its own."""
     entries = load_entries(series_dir)
     series = load_split_json(series_dir)
     by_file = {sp.filename: sp for sp in series.patches} if series else {}
+    by_overlay = {name: sp for sp in by_file.values() for name in sp.overlays}
     by_name = {d.name: d for d in domains}
     classifier = Classifier(domains)
     patches: list[PatchUnderAudit] = []
-    for index, entry in enumerate(entries):
+    owners: dict[str | None, PatchUnderAudit] = {}  # split.json file name, else NNNN prefix → patch
+    for entry in entries:
+        sp = by_file.get(entry.name) or by_overlay.get(entry.name)
+        key = sp.filename if sp is not None else _number(entry.name)
+        if entry.overlay is not None and key is not None and key in owners:
+            owners[key].overlays.append(entry.overlay)
+            owners[key].text += f"\noverlay {entry.name} {entry.sha256}"
+            continue
+        index = len(patches)
         files = [fp for p in entry.patches for fp in p.files]
-        sp = by_file.get(entry.name)
         if sp is not None and series is not None:
             commits = [series.commits[i] for i in sp.source_commits if 0 <= i < len(series.commits)]
             domain_name, title = sp.domain, sp.title
@@ -125,25 +137,51 @@ def load_patches(series_dir: Path, domains: list[Domain]) -> list[PatchUnderAudi
             commit_files = touched if any(touched) else None
         else:
             commits = [p.commit for p in entry.patches]
-            domain_name = _domain_of(entry.name, files, by_name, classifier)
+            paths = [entry.overlay.target] if entry.overlay else [fp.path for fp in files]
+            domain_name = _domain_of(entry.name, paths, by_name, classifier)
             title = by_name[domain_name].title if domain_name in by_name else {"en": domain_name}
             needs = None
             commit_files = [{fp.path for fp in p.files} for p in entry.patches]
         templates = list(by_name[domain_name].tests) if domain_name in by_name else []
         templates += [t for t in (sp.tests if sp else []) if t not in templates]
-        patches.append(PatchUnderAudit(entry.name, index, entry.text, files, commits, domain_name, title,
+        text = entry.text if entry.overlay is None else f"overlay {entry.name} {entry.sha256}"
+        patches.append(PatchUnderAudit(entry.name, index, text, files, commits, domain_name, title,
                                        needs, templates, commit_files))  # fmt: skip
+        if entry.overlay is not None:
+            patches[-1].overlays.append(entry.overlay)
+        owners.setdefault(key, patches[-1])
     return patches
 
 
-def _domain_of(name: str, files, by_name: dict[str, Domain], classifier: Classifier) -> str:
-    match = re.fullmatch(r"\d{4}-(.+?)\.(patch|diff)", name)
+def _number(name: str) -> str | None:
+    match = re.match(r"(\d{4})-", Path(name).name)
+    return match.group(1) if match else None
+
+
+def _domain_of(name: str, paths: list[str], by_name: dict[str, Domain], classifier: Classifier) -> str:
+    match = re.fullmatch(r"\d{4}-(.+?)\.(patch|diff)", Path(name).name)
     if match and match.group(1) in by_name:
         return match.group(1)
-    for fp in files:
-        if verdict := classifier.path_domain(fp.path):
+    for path in paths:
+        if verdict := classifier.path_domain(path):
             return verdict.domain
     return "other"
+
+
+def overlay_diffs(base: BaseTree, patch: PatchUnderAudit, state: SeriesState) -> list[FilePatch]:
+    """Each overlay of ``patch`` as a full diff from the file as the series leaves it at that point."""
+    mid = dict(state.pre)
+    try:
+        apply_files(patch.files, base.read, mid)
+    except (HunkMismatch, ValueError):
+        return []
+    pairs = []
+    for owned in patch.overlays:
+        before = mid[owned.target] if owned.target in mid else base.read(owned.target)
+        mode = base.mode(owned.target) or "100644"
+        pairs.append((owned.target, (before, mode if before is not None else None), (owned.content, mode)))
+        mid[owned.target] = owned.content
+    return diff_sides(pairs) if pairs else []
 
 
 # --------------------------------------------------------------------------- running
@@ -165,6 +203,9 @@ def run_audit(
 ) -> AuditResult:
     patches = load_patches(series_dir, domains)
     states = series_states(base, patches)
+    for patch in patches:
+        if patch.overlays:
+            patch.overlay_files = overlay_diffs(base, patch, states[patch.index])
     base_hash = pin.tree_hash or ""
     chosen = [p for p in patches if in_shard(p.index, options.shard)]
 
@@ -214,10 +255,10 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         gates=results,
         verdict=verdict,
         reasons=reasons,
-        files=[{"path": fp.path, "added": fp.added, "removed": fp.removed} for fp in patch.files],
+        files=[{"path": fp.path, "added": fp.added, "removed": fp.removed} for fp in patch.changed_files],
         commits=patch.commits,
         depends_on=needs,
-        diff=render_diff(patch.files),
+        diff=render_diff(patch.changed_files),
         guide=_guide(patch, earlier, trees, base_hash, options.use_cache),
     )
 
@@ -259,9 +300,9 @@ def _test_sides(
     try:
         for other in earlier:
             if other.name in needs:
-                apply_files(other.files, base.read, pre)
+                apply_patch(other, base.read, pre)
         post = dict(pre)
-        apply_files(patch.files, base.read, post)
+        apply_patch(patch, base.read, post)
     except (HunkMismatch, ValueError):
         return state.pre, state.post
     return pre, post
@@ -279,7 +320,7 @@ def _guide(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], trees: Trees,
     key = gate_key("guide", patch, earlier, base_hash, version)
     if use_cache and (hit := store.get_json("audit-guide", key)) is not None:
         return hit
-    found = guide.review_guide(files=patch.files, pre=trees.pre_read, post=trees.post_read,
+    found = guide.review_guide(files=patch.changed_files, pre=trees.pre_read, post=trees.post_read,
                                commits=patch.commits, domain=patch.domain,
                                source_files=patch.commit_files)  # fmt: skip
     if use_cache:

@@ -46,11 +46,14 @@ def split(
     root: Annotated[
         Optional[str], typer.Option(help="prefix that roots replay paths ('vllm' or '.')")
     ] = None,
+    overlay_threshold: Annotated[
+        Optional[float], typer.Option(help="0 < F <= 1: new or rewritten (share >= F) files become overlays")
+    ] = None,
 ) -> None:
     """Split a tangled replay into one patch per domain and prove nothing was lost."""
     from patchkit.commands import split as command
 
-    _run(command.run, replays, base, pin, rules, out, explain, json_out, root)
+    _run(command.run, replays, base, pin, rules, out, explain, json_out, root, overlay_threshold)
 
 
 @app.command()

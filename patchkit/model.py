@@ -51,18 +51,32 @@ def _to_plain(value: Any) -> Any:
 
 
 def _from_plain(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+    """``value`` as ``tp``; a value of the wrong JSON type is a ValueError naming both."""
     origin = typing.get_origin(tp)
+    if value is None:
+        if tp is Any or (origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)):
+            return None
+        raise ValueError(f"expected {_type_name(tp)}, got null")
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return _from_plain(args[0], value) if len(args) == 1 else value
+    if origin is Literal:
+        if value not in typing.get_args(tp):
+            raise ValueError(f"expected one of {list(typing.get_args(tp))}, got {value!r:.60}")
+        return value
     if origin is list:
+        _expect(value, list, tp)
         (item_tp,) = typing.get_args(tp)
         return [_from_plain(item_tp, v) for v in value]
     if origin is dict:
+        _expect(value, dict, tp)
         _, val_tp = typing.get_args(tp)
         return {k: _from_plain(val_tp, v) for k, v in value.items()}
+    if tp in (str, bool):
+        _expect(value, tp, tp)
+    elif tp in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int if tp is int else (int, float)):
+            raise ValueError(f"expected {_type_name(tp)}, got {type(value).__name__} {value!r:.60}")
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ValueError(f"expected an object for {tp.__name__}, got {type(value).__name__}")
@@ -71,6 +85,15 @@ def _from_plain(tp: Any, value: Any) -> Any:
         kwargs = {k: _from_plain(hints[k], v) for k, v in value.items() if k in known}
         return tp(**kwargs)
     return value
+
+
+def _expect(value: Any, kind: type, tp: Any) -> None:
+    if not isinstance(value, kind):
+        raise ValueError(f"expected {_type_name(tp)}, got {type(value).__name__} {value!r:.60}")
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
 # --------------------------------------------------------------------------- replay
@@ -237,6 +260,7 @@ class SplitPatch(JsonMixin):
     depends_on: list[str] = field(default_factory=list)  # domains this patch needs first
     sha256: str = ""  # of the written patch file
     tests: list[str] = field(default_factory=list)
+    overlays: list[str] = field(default_factory=list)  # series-relative overlay tomls listed after it
 
 
 @dataclass

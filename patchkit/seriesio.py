@@ -1,4 +1,8 @@
-"""A series directory on disk: ``series`` (quilt style), ``NNNN-<domain>.patch``, ``split.json``."""
+"""A series directory on disk: ``series`` (quilt style), ``NNNN-<domain>.patch``, ``split.json``.
+
+Besides patch names the series file may list ``overlay overlays/<name>.toml``: a whole-file
+replacement applied at that place in the series.
+"""
 
 from __future__ import annotations
 
@@ -12,24 +16,29 @@ from pathlib import Path
 from patchkit import __version__
 from patchkit.errors import UserError
 from patchkit.model import Commit, Patch, Series, SplitPatch
+from patchkit.overlays import OVERLAY_DIR, Overlay, load_overlay, write_overlay
 from patchkit.parse import parse_text, read_text
 from patchkit.patchtext import diffstat
 
 SERIES_FILE = "series"
 SPLIT_JSON = "split.json"
+OVERLAY_KEYWORD = "overlay"
 
 
 @dataclass
 class SeriesEntry:
-    """One patch of a series as found on disk."""
+    """One patch (or overlay) of a series as found on disk."""
 
     name: str
     path: Path
     text: str
     patches: list[Patch]  # parsed (a format-patch file holds one; a mbox may hold several)
+    overlay: Overlay | None = None  # set for an ``overlay`` line (then ``patches`` is empty)
 
     @property
     def sha256(self) -> str:
+        if self.overlay is not None:
+            return self.overlay.sha256
         return hashlib.sha256(self.text.encode("utf-8", errors="surrogateescape")).hexdigest()
 
 
@@ -46,6 +55,8 @@ def format_patch(sp: SplitPatch, total: int, diff: str, commits: list[Commit | N
     ]
     if sp.depends_on:
         body += [f"Needs first: {', '.join(sp.depends_on)}.", ""]
+    if sp.overlays:
+        body += [f"Whole files beside it, as overlays: {', '.join(sp.overlays)}.", ""]
     trailers = [f"Patchkit-Domain: {sp.domain}"]
     for commit in sources:
         sha = (commit.sha or "0" * 40)[:12]
@@ -88,57 +99,107 @@ def _address(name: str, mail: str) -> str:
     return f"{email.header.Header(name, 'utf-8').encode()} <{mail}>"
 
 
-def write_series(out: Path, series: Series, texts: dict[str, str]) -> list[Path]:
-    """Write every patch, the ``series`` file and ``split.json``; drop stale patches of ours."""
+def write_series(out: Path, series: Series, texts: dict[str, str],
+                 overlays: dict[str, Overlay] | None = None) -> list[Path]:  # fmt: skip
+    """Write every patch and overlay, the ``series`` file and ``split.json``; drop stale files of ours.
+
+    ``overlays`` maps each name in a patch's ``overlays`` (``overlays/<stem>.toml``) to its overlay;
+    a patch left with no diff of its own is not written: its overlays stand in its place."""
     out.mkdir(parents=True, exist_ok=True)
+    overlays = overlays or {}
+    keep = {sp.filename for sp in series.patches if sp.files or not sp.overlays}
     for stale in out.glob("[0-9][0-9][0-9][0-9]-*.patch"):
-        if stale.name not in texts:
+        if stale.name not in keep:
+            stale.unlink()
+    listed = {Path(name).stem for sp in series.patches for name in sp.overlays}
+    for stale in (out / OVERLAY_DIR).glob("[0-9][0-9][0-9][0-9]-*"):
+        if stale.suffix in (".toml", ".new") and stale.stem not in listed:
             stale.unlink()
     written = []
+    lines = []
     for sp in series.patches:
-        text = format_patch(sp, len(series.patches), texts[sp.filename], series.commits)
-        path = out / sp.filename
-        path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
-        sp.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-        written.append(path)
-    (out / SERIES_FILE).write_text("".join(f"{sp.filename}\n" for sp in series.patches))
+        if sp.filename in keep:
+            text = format_patch(sp, len(series.patches), texts[sp.filename], series.commits)
+            path = out / sp.filename
+            path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
+            sp.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+            written.append(path)
+            lines.append(f"{sp.filename}\n")
+        for name in sp.overlays:
+            written += write_overlay(out / OVERLAY_DIR, Path(name).stem, overlays[name])
+            lines.append(f"{OVERLAY_KEYWORD} {name}\n")
+    (out / SERIES_FILE).write_text("".join(lines))
     (out / SPLIT_JSON).write_text(
-        json.dumps(series.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        json.dumps(series_record(series), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     return written
 
 
-def read_series_file(series_dir: Path) -> list[str]:
-    """Patch names in order; a name that leaves the series directory is refused."""
+def series_record(series: Series) -> dict:
+    """``split.json``'s content: a patch without overlays keeps the record it had before overlays."""
+    record = series.to_dict()
+    for patch in record["patches"]:
+        if not patch.get("overlays"):
+            patch.pop("overlays", None)
+    return record
+
+
+def read_series_lines(series_dir: Path) -> list[tuple[str, str]]:
+    """(kind, name) in order, kind "patch" or "overlay"; a name that leaves the series dir is refused."""
     path = series_dir / SERIES_FILE
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read the series file: {exc}", str(path)) from exc
-    names = []
+    found = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        name = line.split()[0]  # quilt allows options like -p1 after the name
+        words = line.split()
+        kind = "patch"
+        if words[0] == OVERLAY_KEYWORD and len(words) > 1 and not words[1].startswith("-"):
+            kind, words = "overlay", words[1:]
+        name = words[0]  # quilt allows options like -p1 after the name
         if name.startswith("/") or ".." in Path(name).parts or "\\" in name:
-            raise UserError(f"patch name {name!r} leaves the series directory", f"{path}:{number}")
-        if not (series_dir / name).is_file():
-            raise UserError(f"patch {name!r} listed but missing", f"{path}:{number}")
-        names.append(name)
-    if not names:
+            raise UserError(f"{kind} name {name!r} leaves the series directory", f"{path}:{number}")
+        try:
+            listed = (series_dir / name).is_file()
+        except OSError as exc:  # e.g. a name longer than the file system allows
+            raise UserError(f"{kind} {name[:80]!r}: {exc.strerror}", f"{path}:{number}") from None
+        if not listed:
+            raise UserError(f"{kind} {name!r} listed but missing", f"{path}:{number}")
+        found.append((kind, name))
+    if not found:
         raise UserError("the series file lists no patch", str(path))
-    return names
+    return found
+
+
+def read_series_file(series_dir: Path) -> list[str]:
+    """Patch and overlay names in order (see ``read_series_lines`` for their kind)."""
+    return [name for _, name in read_series_lines(series_dir)]
+
+
+def listed_overlays(series_dir: Path) -> set[Path]:
+    """Resolved paths of the overlays the series file lists (none without a series file)."""
+    if not (series_dir / SERIES_FILE).is_file():
+        return set()
+    return {(series_dir / n).resolve() for kind, n in read_series_lines(series_dir) if kind == "overlay"}
 
 
 def load_entries(series_dir: Path) -> list[SeriesEntry]:
     entries = []
-    for name in read_series_file(series_dir):
+    for kind, name in read_series_lines(series_dir):
         path = series_dir / name
         if path.resolve().parent != series_dir.resolve() and not path.resolve().is_relative_to(
             series_dir.resolve()
         ):
-            raise UserError(f"patch {name!r} resolves outside the series directory", str(path))
+            raise UserError(f"{kind} {name!r} resolves outside the series directory", str(path))
+        if kind == "overlay":
+            overlay = load_overlay(path)
+            overlay.name = name
+            entries.append(SeriesEntry(name, path, read_text(path), [], overlay))
+            continue
         text = read_text(path)
         entries.append(SeriesEntry(name, path, text, parse_text(text, str(path))))
     return entries

@@ -7,7 +7,6 @@ independently, from the rendered text, that applying the series gives base + rep
 
 from __future__ import annotations
 
-import hashlib
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from patchkit.basetree import BaseTree
 from patchkit.domains import Classifier, LineVerdict
 from patchkit.errors import UserError
 from patchkit.model import Assignment, Domain, FilePatch, Pin, Replay, Series, SplitPatch
-from patchkit.overlays import ABSENT, OVERLAY_DIR, Overlay, base_matches
+from patchkit.overlays import Overlay, base_matches, take_overlays
 from patchkit.parse import parse_diff
 from patchkit.patchtext import (
     HunkMismatch,
@@ -259,7 +258,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
     if overlay_threshold is not None:
         sides = {key: (before, after) for key, before, after in steps}
         for k, files in per_step.items():
-            step_overlays[k] = _take_overlays(k, order[k], files, sides, overlay_threshold)
+            step_overlays[k] = take_overlays(k, order[k], files, sides, overlay_threshold)
     patches = []
     for k, name in enumerate(order):
         domain = classifier.by_name(name)
@@ -277,41 +276,6 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
     texts = {p.filename: render_diff(p.files) for p in patches}
     overlays = {name: o for found in step_overlays.values() for name, o in found.items()}
     return SplitResult(series=series, texts=texts, states=states, overlays=overlays)
-
-
-def overlay_reason(before: Side, after: Side, fp: FilePatch, threshold: float) -> str | None:
-    """Why a step's change of one file is better owned whole (None: keep it a diff).
-
-    New files, and files whose changed share (added + removed lines over the larger side) reaches
-    ``threshold``; never deletions, renames or mode changes, which an overlay cannot express."""
-    (old, old_mode), (new, new_mode) = before, after
-    if new is None or (fp.old_path and fp.new_path and fp.old_path != fp.new_path):
-        return None
-    if old is None:
-        return "new file" if new_mode == "100644" else None
-    if old_mode != new_mode:
-        return None
-    size = max(len(split_lines(old)), len(split_lines(new)), 1)
-    share = (fp.added + fp.removed) / size
-    if share < threshold:
-        return None
-    return f"rewrites {min(100, round(share * 100))}% of the file"
-
-
-def _take_overlays(k: int, domain: str, files: list[FilePatch], sides: dict[str, tuple[Side, Side]],
-                   threshold: float) -> dict[str, Overlay]:  # fmt: skip
-    """Remove from ``files`` (step ``k``'s diff) what becomes an overlay; return those overlays."""
-    found: dict[str, Overlay] = {}
-    for fp in list(files):
-        before, after = sides[f"{k:04d}/{fp.path}"]
-        reason = overlay_reason(before, after, fp, threshold)
-        if reason is None or after[0] is None:
-            continue
-        base_sha = hashlib.sha256(before[0]).hexdigest() if before[0] is not None else ABSENT
-        stem = f"{k + 1:04d}-{domain}-{fp.path.replace('/', '_')}"
-        found[f"{OVERLAY_DIR}/{stem}.toml"] = Overlay(f"{stem}.toml", fp.path, base_sha, after[0], reason)
-        files.remove(fp)
-    return found
 
 
 def assignments(blocks: list[Block]) -> list[Assignment]:

@@ -103,6 +103,7 @@ class Outcome:
     status: str  # passed | failed | error | skipped
     text: str = ""  # failure/error message and traceback, trimmed
     cause: str | None = None  # environment rule, for failed/error
+    teardown_cause: str | None = None  # the body passed; only teardown hit this environment rule
 
     @property
     def broken(self) -> bool:
@@ -126,6 +127,11 @@ def parse_junit(xml_text: str) -> dict[str, Outcome]:
         if status in ("failed", "error") and outcomes.get(test_id, Outcome("passed")).broken:
             continue  # a teardown error after a failure: keep the first
         cause = classify_environment(text) if status in ("failed", "error") else None
+        if status == "error" and text.startswith("failed on teardown") and cause:
+            # pytest ran the body and it passed; the upstream cleanup fixture then needed the
+            # environment (e.g. an accelerator). The test's verdict is its body's.
+            outcomes[test_id] = Outcome("passed", text[-4000:], None, teardown_cause=cause)
+            continue
         outcomes[test_id] = Outcome(status, text[-4000:], cause)
     return outcomes
 
@@ -146,6 +152,7 @@ def module_of(test_id: str) -> str:
 class Comparison:
     rows: dict[str, list[str]] = field(default_factory=dict)  # category -> test ids
     causes: Counter = field(default_factory=Counter)  # environment rule -> count of could-not-run
+    teardown: Counter = field(default_factory=Counter)  # passed, teardown hit the environment
     base_counts: Counter = field(default_factory=Counter)
     patch_counts: Counter = field(default_factory=Counter)
 
@@ -173,7 +180,10 @@ def compare(base: dict[str, Outcome], patched: dict[str, Outcome]) -> Comparison
     broken_modules |= {module_of(t) for t, o in patched.items() if o.status == "error" and not o.cause}
     for test_id in sorted(set(base) | set(patched)):
         b, p = base.get(test_id), patched.get(test_id)
-        result.add(_category(test_id, b, p, broken_modules, result.causes), test_id)
+        category = _category(test_id, b, p, broken_modules, result.causes)
+        result.add(category, test_id)
+        if category in ("passed", "new-passed") and p is not None and p.teardown_cause:
+            result.teardown[p.teardown_cause] += 1
     return result
 
 
@@ -204,6 +214,9 @@ def _category(test_id, b: Outcome | None, p: Outcome | None, broken_modules, cau
 def summarise(cmp: Comparison) -> str:
     """'202 passed on both; 212 could-not-run (no-accelerator); 0 regressed'."""
     parts = [f"{cmp.count('passed')} passed on both"]
+    if cmp.teardown:
+        causes = ", ".join(f"{name} {n}" for name, n in cmp.teardown.most_common())
+        parts[0] += f" (teardown then hit the environment: {causes})"
     for category in ("fixed", "still-failing", "new-passed", "new-failed", "removed"):
         if cmp.count(category):
             parts.append(f"{cmp.count(category)} {category}")

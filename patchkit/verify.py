@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from patchkit.basetree import BaseTree
+from patchkit.overlays import base_matches, mismatch
 from patchkit.patchtext import HunkMismatch, apply_file_patch
 from patchkit.seriesio import SeriesEntry
 from patchkit.split import FileState
@@ -34,10 +35,18 @@ class Proof:
 
 
 def apply_entries(base: BaseTree, entries: list[SeriesEntry]) -> tuple[dict, list[str]]:
-    """Touched files after applying every entry in order: path → (bytes|None, mode|None)."""
+    """Touched files after applying every entry (patch or overlay) in order:
+    path → (bytes|None, mode|None)."""
     tree: dict[str, tuple[bytes | None, str | None]] = {}
     problems: list[str] = []
     for entry in entries:
+        if (overlay := entry.overlay) is not None:
+            current, mode = tree.get(overlay.target) or (base.read(overlay.target), base.mode(overlay.target))
+            if base_matches(overlay, current):
+                tree[overlay.target] = (overlay.content, mode or "100644")
+            else:
+                problems.append(mismatch(overlay, current))
+            continue
         for patch in entry.patches:
             for fp in patch.files:
                 old_key = fp.old_path or fp.new_path or ""

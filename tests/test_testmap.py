@@ -123,3 +123,33 @@ def test_nothing_ran_when_everything_is_environment():
     both = {"a": _o("error", "model-hub-unreachable")}
     cmp = compare(both, dict(both))
     assert cmp.ran == 0 and cmp.count("could-not-run") == 1
+
+
+TEARDOWN_JUNIT = """<?xml version="1.0"?><testsuites><testsuite>
+<testcase classname="tests.v1.core.test_prefix_caching" name="test_hit"/>
+<testcase classname="tests.v1.core.test_prefix_caching" name="test_hit">
+  <error message="failed on teardown with &quot;RuntimeError: Cannot access accelerator device&quot;"
+    >trace</error>
+</testcase>
+<testcase classname="tests.v1.core.test_prefix_caching" name="test_bug">
+  <error message="failed on teardown with &quot;AssertionError: leaked blocks&quot;">trace</error>
+</testcase>
+<testcase classname="tests.v1.core.test_prefix_caching" name="test_setup">
+  <error message="failed on setup with &quot;RuntimeError: Cannot access accelerator device&quot;">trace</error>
+</testcase>
+</testsuite></testsuites>"""
+
+
+def test_teardown_environment_error_keeps_the_body_verdict():
+    out = parse_junit(TEARDOWN_JUNIT)
+    hit = out["tests.v1.core.test_prefix_caching::test_hit"]
+    assert (hit.status, hit.teardown_cause) == ("passed", "no-accelerator")
+    # a teardown error that is not the environment stays an error
+    assert out["tests.v1.core.test_prefix_caching::test_bug"].status == "error"
+    # an environment error before the body ran is not a pass
+    setup = out["tests.v1.core.test_prefix_caching::test_setup"]
+    assert (setup.status, setup.cause) == ("error", "no-accelerator")
+    cmp = compare(out, out)
+    assert cmp.count("passed") == 1 and cmp.teardown["no-accelerator"] == 1
+    expected = "1 passed on both (teardown then hit the environment: no-accelerator 1)"
+    assert summarise(cmp).startswith(expected)

@@ -12,7 +12,7 @@ from patchkit.domains import load_rules
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.model import Pin
 from patchkit.parse import parse_files
-from patchkit.seriesio import SPLIT_JSON, load_entries, write_series
+from patchkit.seriesio import SPLIT_JSON, load_entries, series_record, write_series
 from patchkit.split import compute_dependencies, split_replay
 from patchkit.verify import prove
 
@@ -34,18 +34,21 @@ def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pi
 
 
 def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Path | None,
-        out: Path, explain: bool, json_out: Path | None, root: str | None) -> int:  # fmt: skip
+        out: Path, explain: bool, json_out: Path | None, root: str | None,
+        overlay_threshold: float | None = None) -> int:  # fmt: skip
     started = time.perf_counter()
+    if overlay_threshold is not None and not 0 < overlay_threshold <= 1:
+        raise UserError(f"--overlay-threshold {overlay_threshold}: expected 0 < F <= 1, e.g. 0.6")
     replay = parse_files(replays)
     tree, pin = resolve_base(base, pin_file)
     domains = load_rules(rules)
     prefix = _normalise_root(root) if root is not None else detect_prefix(replay, tree)
-    result = split_replay(replay, tree, domains, prefix, pin)
-    compute_dependencies(tree, result.series.patches)
-    write_series(out, result.series, result.texts)
+    result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold)
+    compute_dependencies(tree, result.series.patches, result.overlays)
+    write_series(out, result.series, result.texts, result.overlays)
     proof = prove(tree, load_entries(out), result.states)
     result.series.proof = proof.to_dict()
-    record = json.dumps(result.series.to_dict(), indent=1, ensure_ascii=False) + "\n"
+    record = json.dumps(series_record(result.series), indent=1, ensure_ascii=False) + "\n"
     (out / SPLIT_JSON).write_text(record, encoding="utf-8")
     if json_out is not None:
         json_out.write_text(record, encoding="utf-8")

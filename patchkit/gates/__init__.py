@@ -8,6 +8,8 @@ from pathlib import Path
 
 from patchkit.basetree import BaseTree
 from patchkit.model import Commit, FilePatch
+from patchkit.overlays import Overlay as WholeFile
+from patchkit.overlays import base_matches, mismatch
 from patchkit.patchtext import HunkMismatch, apply_file_patch
 
 Overlay = dict[str, bytes | None]  # path -> content after some patches (None = deleted)
@@ -27,6 +29,17 @@ class PatchUnderAudit:
     declared_needs: list[str] | None = None  # patch names from split.json's depends_on, if any
     test_templates: list[str] = field(default_factory=list)
     commit_files: list[set[str]] | None = None  # per source commit: every file it touched in the series
+    overlays: list[WholeFile] = field(default_factory=list)  # listed after it in the series, same domain
+    overlay_files: list[FilePatch] = field(default_factory=list)  # their diffs, computed at audit time
+
+    @property
+    def changed_files(self) -> list[FilePatch]:
+        """What a reviewer and the ruff / tests gates see: the diff plus each overlay as a full diff."""
+        return self.files + self.overlay_files
+
+    @property
+    def touched(self) -> set[str]:
+        return {fp.path for fp in self.files} | {o.target for o in self.overlays}
 
 
 @dataclass
@@ -63,6 +76,18 @@ def apply_files(files: list[FilePatch], read: Callable[[str], bytes | None], ove
             staged[fp.old_path] = None
         if fp.new_path:
             staged[fp.new_path] = new
+    overlay.update(staged)
+
+
+def apply_patch(patch: PatchUnderAudit, read: Callable[[str], bytes | None], overlay: Overlay) -> None:
+    """Apply the patch's diff, then its overlays (preimage checked), into ``overlay``; all or raise."""
+    staged = dict(overlay)
+    apply_files(patch.files, read, staged)
+    for owned in patch.overlays:
+        current = staged[owned.target] if owned.target in staged else read(owned.target)
+        if not base_matches(owned, current):
+            raise ValueError(mismatch(owned, current))
+        staged[owned.target] = owned.content
     overlay.update(staged)
 
 

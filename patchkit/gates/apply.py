@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 from patchkit.basetree import BaseTree
-from patchkit.gates import Overlay, PatchUnderAudit, apply_files
+from patchkit.gates import Overlay, PatchUnderAudit, apply_patch
 from patchkit.model import GateResult
 from patchkit.patchtext import HunkMismatch
 
@@ -27,7 +27,7 @@ def series_states(base: BaseTree, patches: list[PatchUnderAudit]) -> list[Series
         pre = dict(overlay)
         post = dict(overlay)
         try:
-            apply_files(patch.files, base.read, post)
+            apply_patch(patch, base.read, post)
         except (HunkMismatch, ValueError) as exc:
             states.append(SeriesState(pre, None, str(exc)))
             continue  # later patches see the series without it
@@ -41,7 +41,7 @@ def applies(base: BaseTree, patches: list[PatchUnderAudit]) -> str | None:
     overlay: Overlay = {}
     for patch in patches:
         try:
-            apply_files(patch.files, base.read, overlay)
+            apply_patch(patch, base.read, overlay)
         except (HunkMismatch, ValueError) as exc:
             return f"{patch.name}: {exc}"
     return None
@@ -51,8 +51,8 @@ def needed_patches(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUn
     """The smallest set of earlier patches (greedy, series order) it needs to apply on the base."""
     if applies(base, [patch]) is None:
         return []
-    touched = {fp.old_path for fp in patch.files if fp.old_path}
-    needed = [p for p in earlier if touched & {fp.path for fp in p.files}]
+    touched = {fp.old_path for fp in patch.files if fp.old_path} | {o.target for o in patch.overlays}
+    needed = [p for p in earlier if touched & p.touched]
     for candidate in list(needed):
         trial = [p for p in needed if p is not candidate]
         if applies(base, [*trial, patch]) is None:
@@ -78,6 +78,9 @@ def apply_gate(
         "needs_from": needs_from,
         "files": len(patch.files),
     }
+    if patch.overlays:  # each one's preimage check is part of applying in series and alone
+        details["overlays"] = [{"name": o.name, "target": o.target, "base_sha256": o.base_sha256}
+                               for o in patch.overlays]  # fmt: skip
     if state.error is not None:
         status, summary = "failed", f"does not apply at its place in the series: {state.error}"
     elif alone_error is None:

@@ -87,7 +87,7 @@ def added_findings(before: list[tuple[tuple, dict]], after: list[tuple[tuple, di
 def whitespace_findings(patch: PatchUnderAudit, trees: Trees) -> list[dict]:
     """Trailing whitespace on added lines, and a blank line at EOF the patch adds."""
     found = []
-    for fp in patch.files:
+    for fp in patch.changed_files:
         if fp.new_path is None or fp.path.endswith(NO_WHITESPACE_CHECK):
             continue
         for hunk in fp.hunks:
@@ -126,7 +126,9 @@ def _blank_at_eof(data: bytes) -> bool:
 def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     started = time.perf_counter()
     whitespace = whitespace_findings(patch, trees) if trees.post is not None else []
-    py_files = [fp.new_path for fp in patch.files if fp.new_path and fp.new_path.endswith((".py", ".pyi"))]
+    py_files = [
+        fp.new_path for fp in patch.changed_files if fp.new_path and fp.new_path.endswith((".py", ".pyi"))
+    ]
     cmd = ruff_command()
     if trees.post is None:
         return GateResult("ruff", "skipped", "the patch does not apply in series", {}, 0.0)
@@ -137,7 +139,7 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     configs: list[str] = []
     if py_files and cmd is not None:
         configs = config_paths(trees, py_files)
-        old_paths = [fp.old_path for fp in patch.files if fp.old_path]
+        old_paths = [fp.old_path for fp in patch.changed_files if fp.old_path]
         with tempfile.TemporaryDirectory(prefix="patchkit-ruff-") as tmp:
             pre_root, post_root = Path(tmp, "pre"), Path(tmp, "post")
             for root in (pre_root, post_root):

@@ -148,7 +148,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
 
     if post is None:
         return result("skipped", "the patch does not apply, so its tests cannot run")
-    selection = select_tests(patch.test_templates, patch.files, exists)
+    selection = select_tests(patch.test_templates, patch.changed_files, exists)
     if not selection:
         return result("could-not-run", f"no upstream test selected for {patch.domain} and its files")
     if settings.env_error:
