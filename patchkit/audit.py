@@ -29,6 +29,7 @@ from patchkit.model import AuditResult, Domain, FilePatch, GateResult, PatchAudi
 from patchkit.patchtext import HunkMismatch, render_diff
 from patchkit.seriesio import load_entries, load_split_json
 from patchkit.split import diff_sides
+from patchkit.testmap import OUTCOME_FORMAT
 
 GATES = ("apply", "ruff", "dco", "tests")
 _RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
@@ -268,7 +269,7 @@ def _gate_config(gate: str, options: AuditOptions) -> object:
         return ruff_version()
     if gate == "tests" and options.tests is not None:
         t = options.tests
-        return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error]
+        return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT]
     return None
 
 

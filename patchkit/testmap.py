@@ -98,6 +98,10 @@ def classify_environment(text: str) -> str | None:
 # --------------------------------------------------------------------------- outcomes
 
 
+# Bump when parsing or classifying outcomes changes: cached baselines and gate results then expire.
+OUTCOME_FORMAT = 2
+
+
 @dataclass
 class Outcome:
     status: str  # passed | failed | error | skipped

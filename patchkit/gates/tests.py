@@ -16,7 +16,7 @@ from pathlib import Path
 from patchkit import store
 from patchkit.gates import Overlay, PatchUnderAudit
 from patchkit.model import GateResult
-from patchkit.testmap import Outcome, compare, parse_junit, select_tests, summarise
+from patchkit.testmap import OUTCOME_FORMAT, Outcome, compare, parse_junit, select_tests, summarise
 
 _PROBE = (
     "import json, platform, sys\n"
@@ -129,8 +129,8 @@ def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: 
 def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path):
     """The base side, cached under base hash + earlier patches + selection + environment."""
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
-    key = _digest("baseline", settings.base_hash, overlay_digest(pre), tests, fingerprint,
-                  settings.per_test_timeout)  # fmt: skip
+    key = _digest("baseline", OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), tests,
+                  fingerprint, settings.per_test_timeout)  # fmt: skip
     if settings.use_cache and (hit := store.get_json("audit-baseline", key)) is not None:
         return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, True
     outcomes = _side(settings, pre, tests, env_info, work, "base")
