@@ -6,6 +6,7 @@ paths are resolved against the directory holding the toml file.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -101,12 +102,18 @@ def load_config(path: Path) -> ProjectConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", where=str(path)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         line = re.search(r"at line (\d+)", str(exc))
         where = f"{path}:{line.group(1)}" if line else str(path)
         raise UserError(f"invalid TOML: {exc}", where=where) from None
+    except ValueError as exc:  # an integer too long to convert
+        raise UserError(f"invalid TOML: {exc}", where=str(path)) from None
+    except RecursionError:
+        raise UserError("invalid TOML: arrays or tables nested too deeply", where=str(path)) from None
     tables = _Tables(path, text)
     values = {name: tables.read(name, data.pop(name, {})) for name in _SCHEMA}
     if data:
@@ -172,7 +179,7 @@ class _Tables:
                 raise self.error(table, key, f"unknown key (known: {known})")
             try:
                 out[key] = self._convert(kind, value)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, RuntimeError) as exc:  # RuntimeError: '~nosuchuser/...'
                 raise self.error(table, key, str(exc)) from None
         return out
 
@@ -205,8 +212,8 @@ class _Tables:
         if isinstance(value, bool) or not isinstance(value, int if kind == "int" else int | float):
             expected = "an integer" if kind == "int" else "a number of seconds"
             raise TypeError(f"expected {expected}, got {_describe(value)}")
-        if value <= 0:
-            raise ValueError(f"must be positive, got {value}")
+        if not 0 < value < math.inf:  # also refuses nan
+            raise ValueError(f"must be positive and finite, got {value}")
         return value
 
 

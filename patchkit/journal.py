@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchkit.errors import UserError
+
 JOURNAL_NAME = "journal.json"
 TXN_DIR = "txn"
 
@@ -81,9 +83,50 @@ def _missing_dirs(path: Path) -> list[Path]:
 
 
 def commit(state_dir: Path, changes: list[FileChange]) -> None:
-    """Replace every file of ``changes`` or, if interrupted, leave a journal ``recover`` undoes."""
+    """Replace every file of ``changes`` or, if interrupted, leave a journal ``recover`` undoes.
+
+    An OSError on the way (full disk, read-only or immutable file) rolls back what was done and
+    becomes a UserError: the files are as they were before the call.
+    """
     txn = state_dir / TXN_DIR
     shutil.rmtree(txn, ignore_errors=True)  # leftovers without a journal were never started
+    try:
+        entries, created = _stage(txn, changes)
+    except OSError as exc:
+        shutil.rmtree(txn, ignore_errors=True)
+        (state_dir / (JOURNAL_NAME + ".tmp")).unlink(missing_ok=True)
+        raise UserError(f"cannot stage the new files in {txn}: {_reason(exc)}; nothing was changed") from None
+    _step("staged")
+    record = {"status": "pending", "pid": os.getpid(), "files": entries, "created_dirs": created}
+    try:
+        _write_journal(state_dir, record)
+        _step("journal")
+        for index, entry in enumerate(entries):
+            path = Path(entry["path"])
+            if entry["staged"]:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(entry["staged"], path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            _fsync_dir(path.parent)
+            _step(f"replace:{index + 1}")
+        _step("before-commit")
+        _write_journal(state_dir, {**record, "status": "committed"})
+    except OSError as exc:
+        where = getattr(exc, "filename", None) or txn
+        (state_dir / (JOURNAL_NAME + ".tmp")).unlink(missing_ok=True)
+        recover(state_dir)
+        raise UserError(f"cannot write {where}: {_reason(exc)}; rolled back, nothing was changed") from None
+    _step("committed")
+    _finish(state_dir)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _stage(txn: Path, changes: list[FileChange]) -> tuple[list[dict], list[str]]:
+    """Back up old bytes and stage new bytes under ``txn``, fsynced; the journal's file entries."""
     (txn / "old").mkdir(parents=True)
     (txn / "new").mkdir()
     entries, created = [], []
@@ -95,7 +138,7 @@ def commit(state_dir: Path, changes: list[FileChange]) -> None:
         if change.new is not None:
             staged = txn / "new" / str(index)
             _write_durable(staged, change.new, change.new_mode or 0o644)
-        created += [d for d in _missing_dirs(change.path) if str(d) not in created]
+        created += [str(d) for d in _missing_dirs(change.path) if str(d) not in created]
         entries.append(
             {
                 "path": str(change.path),
@@ -109,23 +152,7 @@ def commit(state_dir: Path, changes: list[FileChange]) -> None:
         )
     _fsync_dir(txn / "old")
     _fsync_dir(txn / "new")
-    _step("staged")
-    record = {"status": "pending", "pid": os.getpid(), "files": entries, "created_dirs": created}
-    _write_journal(state_dir, record)
-    _step("journal")
-    for index, entry in enumerate(entries):
-        path = Path(entry["path"])
-        if entry["staged"]:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(entry["staged"], path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-        _fsync_dir(path.parent)
-        _step(f"replace:{index + 1}")
-    _step("before-commit")
-    _write_journal(state_dir, {**record, "status": "committed"})
-    _step("committed")
-    _finish(state_dir)
+    return entries, created
 
 
 def _finish(state_dir: Path) -> None:
@@ -179,8 +206,13 @@ def _roll_back(entry: dict) -> int:
     if sha256(old) != entry["old_sha256"]:
         raise RuntimeError(f"journal backup {entry['backup']} is corrupt; cannot restore {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.patchkit-restore")
-    _write_durable(tmp, old, entry["old_mode"])
-    os.replace(tmp, path)
+    try:  # renaming the backup into place needs no free space (a full disk is why we got here)
+        if entry["old_mode"] is not None:
+            os.chmod(entry["backup"], entry["old_mode"] & 0o7777)
+        os.replace(entry["backup"], path)
+    except OSError:  # another file system: copy it
+        tmp = path.with_name(f".{path.name}.patchkit-restore")
+        _write_durable(tmp, old, entry["old_mode"])
+        os.replace(tmp, path)
     _fsync_dir(path.parent)
     return 1

@@ -41,8 +41,11 @@ def target_lock(state_dir: Path, timeout: float, what: str) -> Iterator[None]:
                         f"{what} is locked by pid {_holder(path)} ({path}); gave up after {timeout:g} s"
                     ) from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:  # the pid is only for the message of whoever waits: a full disk must not stop us
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass
         try:
             yield
         finally:

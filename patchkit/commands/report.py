@@ -35,6 +35,8 @@ def load(path: Path) -> AuditResult:
         raise UserError(f"not JSON: {exc.msg}", f"{path}:{exc.lineno}") from exc
     except (ValueError, TypeError, KeyError) as exc:
         raise UserError(f"not a patchkit audit result: {exc}", str(path)) from exc
+    except RecursionError:
+        raise UserError("not a patchkit audit result: nested too deeply", str(path)) from None
 
 
 def merge(results: list[AuditResult]) -> AuditResult:
