@@ -168,3 +168,26 @@ def test_report_command_writes_everything(tmp_path):
 def test_render_all_writes_only_what_is_asked(tmp_path):
     render_all(load(), md=tmp_path / "a.md")
     assert [p.name for p in tmp_path.iterdir()] == ["a.md"]
+
+
+def test_malformed_free_form_fields_are_refused_with_their_json_path(tmp_path):
+    from patchkit.commands.report import load as load_record
+    from patchkit.errors import UserError
+
+    good = json.loads((FIXTURES / "audit_small.json").read_text("utf-8"))
+    assert load_record(_write(tmp_path / "ok.json", good)).patches  # the fixture itself is renderable
+    bad = json.loads(json.dumps(good))
+    bad["patches"][0]["guide"]["findings"][0]["line"] = "twelve"
+    with pytest.raises(UserError) as info:
+        load_record(_write(tmp_path / "bad.json", bad))
+    assert "patches[0].guide.findings[0].line: expected an integer, got str" in str(info.value)
+    bad = json.loads(json.dumps(good))
+    bad["patches"][0]["files"] = [{"path": "vllm/x.py"}]
+    with pytest.raises(UserError) as info:
+        load_record(_write(tmp_path / "bad2.json", bad))
+    assert "patches[0].files[0].added: expected an integer" in str(info.value)
+
+
+def _write(path, data):
+    path.write_text(json.dumps(data), "utf-8")
+    return path

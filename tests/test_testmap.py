@@ -135,7 +135,8 @@ TEARDOWN_JUNIT = """<?xml version="1.0"?><testsuites><testsuite>
   <error message="failed on teardown with &quot;AssertionError: leaked blocks&quot;">trace</error>
 </testcase>
 <testcase classname="tests.v1.core.test_prefix_caching" name="test_setup">
-  <error message="failed on setup with &quot;RuntimeError: Cannot access accelerator device&quot;">trace</error>
+  <error message="failed on setup with &quot;RuntimeError: Cannot access accelerator device&quot;"
+    >trace</error>
 </testcase>
 </testsuite></testsuites>"""
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.model import AuditResult
-from patchkit.report import render_all
+from patchkit.report import render_all, shape
 from patchkit.report.i18n import LANGS, default_lang
 from patchkit.report.terminal import print_summary
 
@@ -28,7 +28,7 @@ def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | N
 def load(path: Path) -> AuditResult:
     try:
         data = json.loads(path.read_text("utf-8"))
-        return AuditResult.from_dict(data)
+        result = AuditResult.from_dict(data)
     except OSError as exc:
         raise UserError(f"cannot read audit result: {exc.strerror}", str(path)) from exc
     except json.JSONDecodeError as exc:
@@ -37,6 +37,10 @@ def load(path: Path) -> AuditResult:
         raise UserError(f"not a patchkit audit result: {exc}", str(path)) from exc
     except RecursionError:
         raise UserError("not a patchkit audit result: nested too deeply", str(path)) from None
+    if found := shape.problems(result):
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise UserError(f"not a renderable audit result: {found[0]}{more}", str(path))
+    return result
 
 
 def merge(results: list[AuditResult]) -> AuditResult:

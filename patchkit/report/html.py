@@ -114,7 +114,8 @@ def _diff_files(prefix: str, pa: PatchAudit) -> list[dict[str, Any]]:
             {"id": f"{prefix}-f1-r{i}", "cls": "ctx", "old": "", "new": "", "tokens": [("", ln)]}
             for i, ln in enumerate(pa.diff.split("\n"), 1)
         ]
-        return [{"id": f"{prefix}-f1", "path": pa.patch, "lines": lines, "new_ids": [], "old_ids": []}]
+        return [{"id": f"{prefix}-f1", "path": pa.patch, "old_path": None, "lines": lines,
+                 "new_ids": [], "old_ids": [], "added": 0, "removed": 0}]  # fmt: skip
     files = []
     for f_index, fp in enumerate(parsed, 1):
         fid = f"{prefix}-f{f_index}"
