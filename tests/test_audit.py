@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
@@ -127,3 +128,25 @@ def test_cli_unsigned_is_exit_1_and_bad_input_exit_2(tmp_path):
     assert runner.invoke(app, ["audit", str(tmp_path), "--base", str(base)]).exit_code == 2
     assert runner.invoke(app, ["audit", str(series), "--base", str(base), "--gates", "lint"]).exit_code == 2
     assert runner.invoke(app, ["audit", str(series), "--base", str(base), "--shard", "3/2"]).exit_code == 2
+
+
+def test_audit_outside_a_project_uses_the_series_split_json_base(tmp_path, monkeypatch):
+    """A series split with --base carries that base in split.json; audit uses it when no
+    patchkit.toml is in reach, and says what is missing when neither is there."""
+    from typer.testing import CliRunner
+
+    from patchkit.cli import app
+
+    fixtures = Path(__file__).parent / "fixtures"
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    out = tmp_path / "series"
+    split = runner.invoke(app, ["split", str(fixtures / "replays" / "tangled.mbox"),
+                                "--base", str(fixtures / "base"), "--out", str(out)])  # fmt: skip
+    assert split.exit_code == 0, split.output
+    audit = runner.invoke(app, ["audit", str(out), "--gates", "apply", "--json", "a.json"])
+    assert audit.exit_code == 0, audit.output
+    assert json.loads((tmp_path / "a.json").read_text())["base"]["path"] == str(fixtures / "base")
+    (out / "split.json").unlink()
+    audit = runner.invoke(app, ["audit", str(out), "--gates", "apply", "--json", "b.json"])
+    assert audit.exit_code == 2 and "no base" in audit.output

@@ -30,7 +30,7 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
     series_dir = series_dir or config.series.dir
     if not (series_dir / "series").is_file():
         raise UserError("not a series directory (no 'series' file)", str(series_dir))
-    tree, pin = _base(base, pin_file, config)
+    tree, pin = _base(base, pin_file, config, series_dir)
     options = AuditOptions(
         gates=chosen,
         jobs=jobs or config.audit.jobs,
@@ -58,7 +58,10 @@ def _gates(text: str | None, config: ProjectConfig) -> list[str]:
     return names
 
 
-def _base(base: Path | None, pin_file: Path | None, config: ProjectConfig) -> tuple[BaseTree, Pin]:
+def _base(
+    base: Path | None, pin_file: Path | None, config: ProjectConfig, series_dir: Path
+) -> tuple[BaseTree, Pin]:
+    """--base, else --pin, else the project's pin for its own series, else the series' split.json pin."""
     from patchkit.pin import prepare_base, tree_hash
 
     if base is not None and pin_file is not None:
@@ -66,10 +69,27 @@ def _base(base: Path | None, pin_file: Path | None, config: ProjectConfig) -> tu
     if base is not None:
         tree = BaseTree(base)
         return tree, Pin(source="path", path=str(tree.root), tree_hash=tree_hash(tree.root))
-    if config.target is None:
-        raise UserError("no base: pass --base DIR or --pin patchkit.toml (none found from here up)")
-    pin = config.target
+    own_series = config.file is not None and series_dir.resolve() == config.series.dir.resolve()
+    pin = config.target if own_series or pin_file else (_series_pin(series_dir) or config.target)
+    if pin is None:
+        raise UserError(
+            "no base: pass --base DIR or --pin patchkit.toml (no patchkit.toml from here up, "
+            "and the series' split.json names no usable base)"
+        )
     return BaseTree(prepare_base(pin)), pin
+
+
+def _series_pin(series_dir: Path) -> Pin | None:
+    """The base the series was split or rebased against (split.json), when it can be prepared."""
+    from patchkit.seriesio import load_split_json
+
+    series = load_split_json(series_dir)
+    if series is None:
+        return None
+    pin = series.base
+    if pin.source == "path" and not (pin.path and Path(pin.path).is_dir()):
+        return None
+    return pin
 
 
 def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pin: Pin, use_cache: bool,
