@@ -200,6 +200,8 @@ def _find_sdist(name: str, version: str) -> tuple[str, str, str | None]:
 def _chunks(response, total: int | None, label: str) -> Iterator[bytes]:
     """Read ``response`` in chunks, with a rich progress bar when stderr is a terminal."""
     if not sys.stderr.isatty():
+        size = f" ({total / 1e6:.1f} MB)" if total else ""
+        print(f"patchkit: downloading {label}{size}", file=sys.stderr, flush=True)
         while chunk := response.read(_CHUNK):
             yield chunk
         return

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
@@ -192,7 +193,13 @@ def prepare_base(pin: Pin) -> Path:
     else:
         key = f"index-{(pin.sha256 or '').lower()}" if pin.source == "index" else f"git-{pin.rev}"
         build = _build_index_base if pin.source == "index" else _build_git_base
-        entry = store.build_entry("base", key, lambda tmp: build(pin, tmp))
+
+        def logged_build(tmp: Path) -> None:
+            print(f"patchkit: preparing the base {pin.name} {pin.version or pin.rev} (once; cached)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            build(pin, tmp)
+
+        entry = store.build_entry("base", key, logged_build)
         tree, marker = _verified_base(entry)
         digest = marker["tree_hash"]
     if pin.tree_hash and pin.tree_hash != digest:

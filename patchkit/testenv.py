@@ -72,6 +72,8 @@ def _run(label: str, cmd: list[str]) -> None:
     from rich.console import Console
 
     console = Console(stderr=True)
+    if not console.is_terminal:  # CI logs: say what the minutes are spent on
+        print(f"patchkit: test environment: {label} ...", file=sys.stderr, flush=True)
     with console.status(f"test environment: {label}", spinner="dots"):
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT)

@@ -141,11 +141,12 @@ def write_reports(result: AuditResult, json_out: Path | None, html: Path | None,
 
 
 class _progress:
-    """A rich progress line on stderr when it is a terminal; a no-op otherwise."""
+    """A rich progress line on stderr when it is a terminal; plain log lines otherwise (CI)."""
 
     def __enter__(self):
         if not sys.stderr.isatty():
-            return None
+            self._bar = None
+            return lambda name: print(f"patchkit: audited {name}", file=sys.stderr, flush=True)
         from rich.progress import Progress
 
         self._bar = Progress(transient=True, console=None)
