@@ -108,7 +108,7 @@ def _rule(paths: object, patterns: object, where: str) -> DomainRule:
     for pattern in patterns:
         try:
             re.compile(pattern)
-        except (re.error, OverflowError, RecursionError) as exc:  # a{huge}, deep nesting
+        except (re.error, OverflowError, RecursionError, ValueError) as exc:  # a{huge}, nesting, (?L)
             raise UserError(f"'patterns': bad regex {pattern!r}: {exc}", where) from exc
     return DomainRule(paths=list(paths), patterns=list(patterns))
 
