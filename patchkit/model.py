@@ -283,6 +283,7 @@ class Series(JsonMixin):
     assignments: list[Assignment] = field(default_factory=list)
     path_prefix: str = ""  # what was prepended to replay paths to root them at the repo ("vllm/")
     absorbed: list[int] = field(default_factory=list)  # commits none of whose lines survive net
+    warnings: list[str] = field(default_factory=list)  # e.g. a patch that leaves a file unparsable
     proof: dict[str, Any] = field(default_factory=dict)  # verify.py's record of the lossless check
     schema: int = SCHEMA_VERSION
 

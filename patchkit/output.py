@@ -45,6 +45,8 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
                       ",".join(str(c + 1) for c in sp.source_commits),
                       ", ".join(sp.depends_on) or "-")  # fmt: skip
     console.print(table)
+    for warning in series.warnings:
+        console.print(f"warning: {warning}", markup=False)
     for index in series.absorbed:
         commit = series.commits[index]
         subject = commit.subject if commit else replay.patches[index].source

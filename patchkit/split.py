@@ -27,6 +27,7 @@ from patchkit.patchtext import (
     splice_plan,
     split_lines,
 )
+from patchkit.stepcheck import unparsable_steps
 
 Origin = tuple[int | None, int | None]  # (commit index that added the line, base line index)
 Side = tuple[bytes | None, str | None]  # (content or None when absent, git mode)
@@ -174,6 +175,7 @@ def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path)
     for fp in diff:
         state = states[fp.path]
         post_lines = split_lines(state.post) if state.post else []
+        base_lines = split_lines(state.base) if state.base else []
         for hunk in fp.hunks:
             old, new = hunk_sides(hunk)
             changed_lines = [ln for ln in hunk.lines if ln[:1] in "+-"]
@@ -184,16 +186,54 @@ def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path)
             verdicts = classifier.classify_lines(fp.path, changed_lines, where, below)
             line_commits = [state.removed_by.get(i) for i in range(old_index, old_index + len(old))]
             line_commits += [state.origins[i][0] for i in range(new_index, new_index + len(new))]
-            blocks.append(Block(
+            block = Block(
                 path=fp.path, old_index=old_index, old=old, new=new,
                 old_domains=verdicts[: len(old)], new_domains=verdicts[len(old):],
                 new_line=hunk.new_start, commits=sorted({c for c in line_commits if c is not None}),
                 line_commits=line_commits,
-            ))  # fmt: skip
+            )  # fmt: skip
+            blocks.extend(slide_apart(block, base_lines))
         if not fp.hunks:  # mode change or empty new/deleted file: a block with no lines
             verdict = classifier.classify_lines(fp.path, ["+"], fp.path)[0]
             blocks.append(Block(fp.path, 0, [], [], [verdict], [], 0, list(state.commits)))
     return blocks
+
+
+def slide_apart(block: Block, base_lines: list[str]) -> list[Block]:
+    """Move a trailing run of another domain below the base line it ends with.
+
+    Diff alignment may pair a base line (typically a closing bracket) with the *last* copy of it in
+    the new text: one domain's run then ends with that line and the next domain's run lacks its
+    own. When the line before a domain boundary equals the base line right after the block, the
+    rest of the block is the same text inserted one line lower; moving it there gives each domain
+    a change that stands on its own (the file with only one of them applied still parses).
+    """
+    doms = [v.domain for v in block.new_domains]
+    following = base_lines[block.old_index + len(block.old) : block.old_index + len(block.old) + 1]
+    if len(set(doms + [v.domain for v in block.old_domains])) < 2 or not following:
+        return [block]
+    for k in range(len(block.new) - 1, 0, -1):  # the boundary just before new[k]
+        if doms[k] == doms[k - 1] or doms[k - 1] in doms[k:] or block.new[k - 1] != following[0]:
+            continue
+        n_old = len(block.old)
+        old_commits, new_commits = block.line_commits[:n_old], block.line_commits[n_old:]
+        head_commits = old_commits + new_commits[: k - 1]
+        tail_commits = new_commits[k:] + new_commits[k - 1 : k]
+        head = Block(
+            block.path, block.old_index, block.old, block.new[: k - 1], block.old_domains,
+            block.new_domains[: k - 1], block.new_line, _known(head_commits), head_commits,
+        )  # fmt: skip
+        tail = Block(
+            block.path, block.old_index + n_old + 1, [], block.new[k:] + block.new[k - 1 : k], [],
+            block.new_domains[k:] + block.new_domains[k : k + 1], block.new_line + k,
+            _known(tail_commits), tail_commits,
+        )  # fmt: skip
+        return ([head] if head.old or head.new else []) + [tail]
+    return [block]
+
+
+def _known(commits: list[int | None]) -> list[int]:
+    return sorted({c for c in commits if c is not None})
 
 
 def compose(state: FileState, blocks: list[Block], chosen: set[str]) -> Side:
@@ -248,6 +288,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                     )
                 )
         step_diff = _diff_pairs(steps, work / "steps", context=3)
+    broken_steps = unparsable_steps(steps, order)
     per_step: dict[int, list[FilePatch]] = {}
     for fp in step_diff:
         k, _, rest = fp.path.partition("/")
@@ -271,7 +312,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
             patches[-1].overlays = list(step_overlays[k])
     series = Series(base=pin or Pin(source="path", path=str(base.root)), patches=patches,
                     commits=replay.commits, assignments=assignments(blocks),
-                    absorbed=absorbed_commits(replay, patches),
+                    absorbed=absorbed_commits(replay, patches), warnings=broken_steps,
                     path_prefix=prefix)  # fmt: skip
     texts = {p.filename: render_diff(p.files) for p in patches}
     overlays = {name: o for found in step_overlays.values() for name, o in found.items()}

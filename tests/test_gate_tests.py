@@ -97,3 +97,17 @@ def test_unprepared_environment_is_could_not_run(tmp_path, cache):
     options = AuditOptions(gates=["tests"], use_cache=False, tests=settings)
     result = run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options)
     assert gate(result, 0).status == "could-not-run" and "torch==2.13.0" in gate(result, 0).summary
+
+
+def test_a_patch_that_stops_pytest_from_reporting_fails(tmp_path, cache):
+    """The base ran and passed; with the patch pytest cannot even start (a broken conftest):
+    that is the patch's failure, not the environment's."""
+    broken = "import vllm.calc\nthis is not python\n"
+    diff = file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env"))
+    diff += file_diff("tests/conftest.py", None, broken)
+    patches = {"0001-calc.patch": patch_text(diff, trailers=SIGN)}
+    base, pin, series = build(tmp_path, patches)
+    result = gate(audit(base, pin, series), 0)
+    assert result.status == "failed"
+    assert result.summary.startswith("the patched tree gives no test report (")
+    assert result.details["base"] >= 1

@@ -164,6 +164,11 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         patch_side = _side(settings, post, selection, env_info, work, "patch")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if isinstance(patch_side, str) and isinstance(base_side, dict) and not patch_side.startswith("timeout"):
+        passed = sum(o.status == "passed" for o in base_side.values())
+        if passed:  # the base ran; with the patch pytest cannot even report: the patch broke it
+            return result("failed", f"the patched tree gives no test report ({passed} passed on the "
+                          f"base): {patch_side}", selection=selection, base=passed)  # fmt: skip
     for label, side in (("base", base_side), ("patched", patch_side)):
         if isinstance(side, str):
             return result("could-not-run", f"{label} run: {side}", selection=selection)
