@@ -32,6 +32,7 @@ from patchkit.split import diff_sides
 from patchkit.testmap import OUTCOME_FORMAT
 
 GATES = ("apply", "ruff", "dco", "tests")
+RUFF_GATE_FORMAT = 2  # bump when how the ruff gate stages or compares changes: cached results expire
 _RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
 
 
@@ -266,7 +267,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
 
 def _gate_config(gate: str, options: AuditOptions) -> object:
     if gate == "ruff":
-        return ruff_version()
+        return [ruff_version(), RUFF_GATE_FORMAT]
     if gate == "tests" and options.tests is not None:
         t = options.tests
         return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT]

@@ -98,8 +98,8 @@ def classify_environment(text: str) -> str | None:
 # --------------------------------------------------------------------------- outcomes
 
 
-# Bump when parsing or classifying outcomes changes: cached baselines and gate results then expire.
-OUTCOME_FORMAT = 2
+# Bump when running, parsing or classifying tests changes: cached baselines and results then expire.
+OUTCOME_FORMAT = 3
 
 
 @dataclass

@@ -69,3 +69,23 @@ def test_added_findings_is_a_multiset_difference():
     before = [(key, {"line": 3})]
     after = [(key, {"line": 5}), (key, {"line": 9})]
     assert added_findings(before, after) == [{"line": 9}]
+
+
+@needs_ruff
+def test_isort_sees_the_real_packages(tmp_path):
+    """Only touched files are staged for ruff; their packages' __init__.py must come along, or
+    isort takes ``vllm`` for a namespace package and reports a false I001 on added imports."""
+    root = fake_base(tmp_path / "base")
+    (root / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["I", "INP"]\n')
+    (root / "vllm" / "sub").mkdir()
+    (root / "vllm" / "sub" / "__init__.py").write_text("")
+    old = "from typing import Any\n\nimport vllm.calc\n"
+    new = "from typing import Any\n\nfrom openai import OpenAI\n\nimport vllm.calc\n"
+    (root / "vllm" / "sub" / "mod.py").write_text(old)
+    text = file_diff("vllm/sub/mod.py", old, new)
+    files = parse_text(text, "p.diff")[0].files
+    base, post = BaseTree(root), {}
+    apply_files(files, base.read, post)
+    patch = PatchUnderAudit("p.diff", 0, text, files, [None], "calc", {"en": "c"})
+    result = ruff_gate(patch, Trees(base, {}, post))
+    assert result.status == "passed", result.details["findings"]

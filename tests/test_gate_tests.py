@@ -111,3 +111,14 @@ def test_a_patch_that_stops_pytest_from_reporting_fails(tmp_path, cache):
     assert result.status == "failed"
     assert result.summary.startswith("the patched tree gives no test report (")
     assert result.details["base"] >= 1
+
+
+def test_a_module_that_cannot_be_collected_does_not_hide_the_others(tmp_path, cache):
+    ok = "def test_ok():\n    assert 1 + 1 == 2\n"
+    platform = "raise RuntimeError('Unsupported platform')\n"
+    diff = file_diff("tests/test_new_ok.py", None, ok) + file_diff("tests/test_new_cpu.py", None, platform)
+    base, pin, series = build(tmp_path, {"0001-tests.patch": patch_text(diff, trailers=SIGN)})
+    result = gate(audit(base, pin, series), 0)
+    assert result.status == "passed", result.summary
+    assert result.details["counts"] == {"new-passed": 1, "could-not-run": 1}
+    assert result.details["causes"] == {"unsupported-platform": 1}

@@ -43,6 +43,14 @@ def config_paths(trees: Trees, files: list[str]) -> list[str]:
     return found
 
 
+def package_inits(trees: Trees, files: list[str]) -> list[str]:
+    """The ``__init__.py`` of every package above ``files``: without them ruff sees namespace
+    packages, and isort files ``vllm`` imports under the wrong section (a false I001)."""
+    dirs = {str(p) for f in files for p in PurePosixPath(f).parents if str(p) != "."}
+    inits = [f"{d}/__init__.py" for d in sorted(dirs)]
+    return [path for path in inits if path not in files and trees.base.exists(path)]
+
+
 def run_ruff(cmd: list[str], root: Path, files: list[str]) -> list[dict]:
     present = [f for f in files if (root / f).is_file()]
     if not present:
@@ -142,9 +150,10 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
         old_paths = [fp.old_path for fp in patch.changed_files if fp.old_path]
         with tempfile.TemporaryDirectory(prefix="patchkit-ruff-") as tmp:
             pre_root, post_root = Path(tmp, "pre"), Path(tmp, "post")
+            inits = package_inits(trees, py_files)
             for root in (pre_root, post_root):
                 root.mkdir()
-                write_overlay(root, configs, trees.base.read)
+                write_overlay(root, configs + inits, trees.base.read)
             write_overlay(pre_root, sorted(set(old_paths) | set(py_files)), trees.pre_read)
             write_overlay(post_root, py_files, trees.post_read)
             try:

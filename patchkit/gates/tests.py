@@ -92,7 +92,9 @@ def run_pytest(
 ) -> dict[str, Outcome] | str:
     """Outcomes by test id, or the reason the run produced none."""
     junit = tree / ".patchkit-junit.xml"
-    args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
+    # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
+    args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+            "--continue-on-collection-errors"]  # fmt: skip
     if env_info.get("pytest_timeout"):
         args.append(f"--timeout={settings.per_test_timeout:g}")
     env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
