@@ -288,7 +288,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                     )
                 )
         step_diff = _diff_pairs(steps, work / "steps", context=3)
-    broken_steps = unparsable_steps(steps, order)
+    broken_steps = unparsable_steps(steps, order, {path: st.post for path, st in states.items()})
     per_step: dict[int, list[FilePatch]] = {}
     for fp in step_diff:
         k, _, rest = fp.path.partition("/")

@@ -12,16 +12,19 @@ import warnings
 Side = tuple[bytes | None, str | None]
 
 
-def unparsable_steps(steps: list[tuple[str, Side, Side]], order: list[str]) -> list[str]:
+def unparsable_steps(
+    steps: list[tuple[str, Side, Side]], order: list[str], final: dict[str, bytes | None]
+) -> list[str]:
     """'0001-tool-parser leaves vllm/envs.py unparsable at line 1140: ...' for each broken step.
 
-    ``steps`` are (``NNNN/path``, before, after) as split builds them; files whose state before
-    the step did not parse either are not blamed on the step.
+    ``steps`` are (``NNNN/path``, before, after) as split builds them; ``final`` is each file
+    after the whole replay. Only intermediate states are the split's doing: a step that leaves the
+    file as the replay does is not checked, and one whose file did not parse before is not blamed.
     """
     problems = []
     for key, (before, _), (after, _) in steps:
         number, _, path = key.partition("/")
-        if not path.endswith(".py") or after is None:
+        if not path.endswith(".py") or after is None or after == final.get(path):
             continue
         error = _syntax_error(after, path)
         if error and (before is None or _syntax_error(before, path) is None):

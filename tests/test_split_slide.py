@@ -77,7 +77,10 @@ def test_a_step_that_breaks_python_is_named() -> None:
     before = (BASE.encode(), "100644")
     broken = (b"ENV = {\n    (\n}\n", "100644")
     steps = [("0000/vllm/envs.py", before, broken), ("0001/vllm/x.txt", before, broken)]
-    [problem] = unparsable_steps(steps, ["tool-parser", "serving"])
+    [problem] = unparsable_steps(steps, ["tool-parser", "serving"], {})
     assert problem.startswith("0001-tool-parser leaves vllm/envs.py unparsable at line 3")
     # a file that did not parse before the step is not blamed on it
-    assert unparsable_steps([("0000/vllm/envs.py", broken, broken)], ["tool-parser"]) == []
+    assert unparsable_steps([("0000/vllm/envs.py", broken, broken)], ["tool-parser"], {}) == []
+    # a step that leaves the file as the whole replay does is not the split's doing
+    final = {"vllm/envs.py": broken[0]}
+    assert unparsable_steps(steps[:1], ["tool-parser"], final) == []
