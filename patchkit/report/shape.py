@@ -77,14 +77,16 @@ def _fields(value: Any, at: str, types: dict[str, type], found: list[str]) -> bo
 
 
 def _texts(value: Any, at: str, found: list[str]) -> None:
-    """A {language: text} table."""
+    """A {language: text} table; English is every renderer's fallback, so it must be there."""
     if _is(value, dict, at, found):
         for lang, text in value.items():
             _is(text, str, f"{at}.{lang}", found)
+        if "en" not in value:
+            found.append(f"{at}: needs an 'en' text (the fallback of every language)")
 
 
 def _choice(value: Any, allowed: set[str], at: str, found: list[str]) -> None:
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         found.append(f"{at}: expected one of {sorted(allowed)}, got {value!r:.40}")
 
 
