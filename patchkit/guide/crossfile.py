@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from patchkit.guide.findings import _call_name, _finding, _is_literal
+from patchkit.guide.findings import _call_name, _finding, _is_literal, changed
 from patchkit.guide.view import NodeIndex, _FileView
 from patchkit.model import Commit, FilePatch, Finding
 from patchkit.report.i18n import both
@@ -60,18 +60,7 @@ def _env_findings(views: list[_FileView]) -> list[Finding]:
                 if name not in new or (new[name][0] is None and default is not None):
                     new[name] = (default, view.path, line)
             elif before[name][0] != default and default is not None and before[name][0] is not None:
-                out.append(
-                    _finding(
-                        "default-changed",
-                        "medium",
-                        view.path,
-                        line,
-                        [view.added.get(line, "").strip()],
-                        name=name,
-                        old=before[name][0],
-                        new=default,
-                    )
-                )
+                out.append(changed("default-changed", "medium", view, line, name, before[name][0], default))
     for name, (default, path, line) in new.items():
         shown = default if default is not None else both("env.no-default")
         out.append(_finding("new-env-var", "medium", path, line, [], name=name, default=shown))

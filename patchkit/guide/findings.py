@@ -39,6 +39,12 @@ _HARD_PATH = re.compile(r"^/(tmp|var|home|root|opt|data|mnt|srv|usr/local)(/|$)"
 _LOG_CALL = re.compile(r"\b(logger|logging|log)\.\w+\(|warnings\.warn\(|\bprint\(")
 
 
+def changed(kind: str, severity: str, view, line: int, name: str, old: object, new: object) -> Finding:
+    """A '<name> changed from <old> to <new>' finding on an added line of ``view``."""
+    evidence = [view.added.get(line, "").strip()]
+    return _finding(kind, severity, view.path, line, evidence, name=name, old=old, new=new)
+
+
 def _finding(kind: str, severity: str, where: str, line: int, evidence: list[str], **kw) -> Finding:
     finding = Finding(kind, severity, where, line, both(f"finding.{kind}", **kw), evidence)  # type: ignore[arg-type]
     finding.params = kw  # for the follow-up text; not serialised
@@ -212,32 +218,10 @@ def _value_findings(view: _FileView) -> list[Finding]:
         if key in old_limits and old_limits[key][0] != limits:
             was = ", ".join(f"{k}={v}" for k, v in sorted(old_limits[key][0].items())) or "-"
             now = ", ".join(f"{k}={v}" for k, v in sorted(limits.items())) or "-"
-            out.append(
-                _finding(
-                    "field-constraint-changed",
-                    "high",
-                    view.path,
-                    line,
-                    [view.added.get(line, "").strip()],
-                    name=key,
-                    old=was,
-                    new=now,
-                )
-            )
+            out.append(changed("field-constraint-changed", "high", view, line, key, was, now))
     for key, (value, line) in new_values.items():
         if key in old_values and old_values[key][0] != value:
-            out.append(
-                _finding(
-                    "default-changed",
-                    "medium",
-                    view.path,
-                    line,
-                    [view.added.get(line, "").strip()],
-                    name=key,
-                    old=old_values[key][0],
-                    new=value,
-                )
-            )
+            out.append(changed("default-changed", "medium", view, line, key, old_values[key][0], value))
     return out
 
 
