@@ -132,7 +132,7 @@ class Hunk(JsonMixin):
     old_count: int
     new_start: int
     new_count: int
-    lines: list[str]
+    lines: list[str] = field(default_factory=list)  # empty in split.json: the patch files hold them
     section: str = ""  # text after the second @@
     commits: list[int] = field(default_factory=list)  # indexes into Replay.commits
 

@@ -136,11 +136,14 @@ def write_series(out: Path, series: Series, texts: dict[str, str],
 
 
 def series_record(series: Series) -> dict:
-    """``split.json``'s content: a patch without overlays keeps the record it had before overlays."""
+    """``split.json``'s content: the mapping and metadata of the series, not its diff text again."""
     record = series.to_dict()
     for patch in record["patches"]:
         if not patch.get("overlays"):
             patch.pop("overlays", None)
+        for file in patch["files"]:
+            for hunk in file["hunks"]:
+                hunk.pop("lines")  # the patch files hold the text; the record keeps the ranges
     return record
 
 

@@ -20,7 +20,7 @@ from patchkit.model import Pin, SplitPatch
 from patchkit.patchtext import render_diff
 from patchkit.rebase import Rebaser, SourceSeries, load_source, marker_lines, rebased_series
 from patchkit.rebase_report import PatchOutcome, RebaseReport, describe_pin, print_summary
-from patchkit.seriesio import SERIES_FILE, SPLIT_JSON, format_patch, load_entries
+from patchkit.seriesio import SERIES_FILE, SPLIT_JSON, format_patch, load_entries, series_record
 from patchkit.split import compute_dependencies
 
 STATE_DIR = ".rebase"
@@ -214,7 +214,7 @@ def finish(job: Job, rebaser: Rebaser, started: float) -> int:
     write_rebased(job.out, series, rebased_from)
     job.report.proof = check(job.new_tree, job.out, rebaser.new.files)
     series.proof = job.report.proof
-    _dump(job.out / SPLIT_JSON, series.to_dict())
+    _dump(job.out / SPLIT_JSON, series_record(series))
     job.report.status, job.report.worktree = "done", None
     job.report.tally()
     _write_report(job, job.out / REPORT_JSON)
