@@ -1,4 +1,7 @@
-"""Terminal output for the commands (rich), kept apart from the logic."""
+"""Terminal output for the commands, kept apart from the logic.
+
+Plain ``print`` for the short-lived commands (split, apply, status: importing rich would cost them
+more than their work); rich only where a report is rendered (``_console``)."""
 
 from __future__ import annotations
 
@@ -21,62 +24,63 @@ def error(message: str) -> None:
 
 
 def info(message: str) -> None:
-    _console().print(message, markup=False)
+    print(message)
+
+
+def table(headers: list[str], rows: list[list[str]], title: str | None = None) -> str:
+    """A plain aligned text table: readable in a terminal, a pipe and a CI log alike."""
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
+
+    out = [title] if title else []
+    out += [line(headers), line(["-" * width for width in widths])]
+    out += [line(row) for row in rows]
+    return "\n".join(out)
 
 
 def split_summary(series: Series, replay: Replay, out: Path, seconds: float, explain: bool) -> None:
-    from rich.table import Table
-
-    console = _console()
     commits = [c for c in replay.commits if c is not None]
     hunks = sum(len(fp.hunks) for p in replay.patches for fp in p.files)
-    console.print(
+    info(
         f"replay: {len(replay.patches)} patch(es) ({len(commits)} with commit metadata), "
-        f"{hunks} hunks; paths rooted at '{series.path_prefix or '.'}'",
-        markup=False,
+        f"{hunks} hunks; paths rooted at '{series.path_prefix or '.'}'"
     )
-    table = Table(title=f"series in {out}")
-    for column in ("#", "patch", "files", "+/-", "sources", "needs"):
-        table.add_column(column)
+    rows = []
     for sp in series.patches:
         added = sum(fp.added for fp in sp.files)
         removed = sum(fp.removed for fp in sp.files)
-        table.add_row(str(sp.number), sp.filename, str(len(sp.files)), f"+{added}/-{removed}",
-                      ",".join(str(c + 1) for c in sp.source_commits),
-                      ", ".join(sp.depends_on) or "-")  # fmt: skip
-    console.print(table)
+        rows.append([str(sp.number), sp.filename, str(len(sp.files)), f"+{added}/-{removed}",
+                     ",".join(str(c + 1) for c in sp.source_commits),
+                     ", ".join(sp.depends_on) or "-"])  # fmt: skip
+    info(table(["#", "patch", "files", "+/-", "sources", "needs"], rows, title=f"series in {out}"))
     for warning in series.warnings:
-        console.print(f"warning: {warning}", markup=False)
+        info(f"warning: {warning}")
     for index in series.absorbed:
         commit = series.commits[index]
         subject = commit.subject if commit else replay.patches[index].source
-        console.print(
+        info(
             f"note: commit {index + 1} ({subject}) leaves no line of its own in the net diff: "
-            "later commits rewrote or removed what it changed",
-            markup=False,
+            "later commits rewrote or removed what it changed"
         )
     if explain:
         explain_table(series)
     proof = series.proof
     verdict = "holds" if proof.get("ok") else "FAILS"
-    console.print(
+    info(
         f"proof {verdict}: base + series == base + replay over {proof.get('files_checked')} "
-        f"file(s) (tree sha256 {proof.get('series_tree_sha256', '')[:16]}); {seconds:.2f} s",
-        markup=False,
+        f"file(s) (tree sha256 {proof.get('series_tree_sha256', '')[:16]}); {seconds:.2f} s"
     )
 
 
 def explain_table(series: Series) -> None:
     """One line per changed block: where it is, where it went, and the rule that decided."""
-    console = _console()
-    console.print("hunk -> domain -> why (base line; commits are 1-based replay positions)", markup=False)
+    info("hunk -> domain -> why (base line; commits are 1-based replay positions)")
     for rec in series.assignments:
         mixed = ", mixed hunk" if rec.mixed else ""
         commits = ",".join(str(c + 1) for c in rec.commits) or "-"
-        console.print(
+        info(
             f"  {rec.file}:{rec.old_line} (hunk {rec.hunk + 1}{mixed}) +{rec.added}/-{rec.removed}"
-            f" -> {rec.domain}  [{rec.rule}]  commits {commits}",
-            markup=False,
-            overflow="ignore",
-            crop=False,
+            f" -> {rec.domain}  [{rec.rule}]  commits {commits}"
         )

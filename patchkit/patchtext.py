@@ -81,7 +81,12 @@ class HunkMismatch(Exception):
 def split_lines(data: bytes) -> list[str]:
     """File bytes → lines keeping their terminators (the last may lack one)."""
     text = data.decode("utf-8", errors="surrogateescape")
-    return text.splitlines(keepends=True) if "\r" in text else _split_lf(text)
+    if "\r" in text:
+        return text.splitlines(keepends=True)
+    lines = text.splitlines(keepends=True)  # also splits at \f, \x1c, U+2028 ...: then count differs
+    if len(lines) == text.count("\n") + (not text.endswith("\n") and bool(text)):
+        return lines
+    return _split_lf(text)
 
 
 def _split_lf(text: str) -> list[str]:

@@ -8,7 +8,6 @@ independently, from the rendered text, that applying the series gives base + rep
 from __future__ import annotations
 
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +26,9 @@ from patchkit.patchtext import (
     splice_plan,
     split_lines,
 )
-from patchkit.stepcheck import unparsable_steps
+from patchkit.scratch import scratch_dir
+from patchkit.stepcheck import PendingCheck, start
+from patchkit.stepdiff import NotRepresentable, step_file_patch
 
 Origin = tuple[int | None, int | None]  # (commit index that added the line, base line index)
 Side = tuple[bytes | None, str | None]  # (content or None when absent, git mode)
@@ -67,10 +68,6 @@ class Block:
         mine = {c for v, c in zip(verdicts, self.line_commits) if v.domain == name and c is not None}
         return sorted(mine) if mine else self.commits
 
-    def region(self, chosen: set[str]) -> list[str]:
-        kept = [ln for ln, v in zip(self.old, self.old_domains) if v.domain not in chosen]
-        return kept + [ln for ln, v in zip(self.new, self.new_domains) if v.domain in chosen]
-
     def domains(self) -> list[str]:
         seen = [v.domain for v in self.old_domains + self.new_domains]
         return list(dict.fromkeys(seen))
@@ -82,6 +79,14 @@ class SplitResult:
     texts: dict[str, str]  # patch file name → diff text (without mail header)
     states: dict[str, FileState]
     overlays: dict[str, Overlay] = field(default_factory=dict)  # "overlays/<stem>.toml" → overlay
+    checks: PendingCheck | None = None  # the step check still running; ``finish`` collects it
+
+    def finish(self) -> Series:
+        """Wait for the step check and record what it found as the series' warnings."""
+        if self.checks is not None:
+            self.series.warnings = self.checks.result()
+            self.checks = None
+        return self.series
 
 
 def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, FileState]:
@@ -236,33 +241,50 @@ def _known(commits: list[int | None]) -> list[int]:
     return sorted({c for c in commits if c is not None})
 
 
-def compose(state: FileState, blocks: list[Block], chosen: set[str]) -> Side:
-    """File content and mode with only the ``chosen`` domains' changes applied to the base."""
+def compose(state: FileState, blocks: list[Block], chosen: set[str], lines: list[str] | None = None) -> Side:
+    """File content and mode with only the ``chosen`` domains' changes applied to the base
+    (``lines``: the base split into lines, when the caller has them already)."""
     present = {d for b in blocks for d in b.domains()}
     if state.base is None and not present & chosen:
         return None, None
     if state.post is None and present <= chosen:
         return None, None
-    lines = split_lines(state.base) if state.base else []
+    if lines is None:
+        lines = split_lines(state.base) if state.base else []
     out: list[str] = []
     pos = 0
     for block in sorted(blocks, key=lambda b: b.old_index):
-        out += lines[pos : block.old_index]
-        out += block.region(chosen)
+        _extend(out, lines[pos : block.old_index])
+        kept = [ln for ln, v in zip(block.old, block.old_domains) if v.domain not in chosen]
+        _extend(out, kept)
+        _extend(out, [ln for ln, v in zip(block.new, block.new_domains) if v.domain in chosen])
         pos = block.old_index + len(block.old)
-    out += lines[pos:]
+    _extend(out, lines[pos:])
     owner = blocks[0].domains()[0]
     mode = state.post_mode if owner in chosen or state.base is None else state.base_mode
     return "".join(out).encode("utf-8", errors="surrogateescape"), mode or "100644"
 
 
+def _extend(out: list[str], piece: list[str]) -> None:
+    """Append lines; a line that lacked its newline because it ended a file (of the base or of the
+    replay) gets one when an intermediate state puts more lines after it."""
+    if piece and out and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    out += piece
+
+
 def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: str,
-                 pin: Pin | None = None, overlay_threshold: float | None = None) -> SplitResult:  # fmt: skip
+                 pin: Pin | None = None, overlay_threshold: float | None = None,
+                 background_checks: bool = False) -> SplitResult:  # fmt: skip
     """One patch per domain; with ``overlay_threshold``, new and largely rewritten files of a
-    domain's step become whole-file overlays listed after its patch instead of diffs."""
+    domain's step become whole-file overlays listed after its patch instead of diffs.
+
+    With ``background_checks`` the check that every step leaves Python files parsable runs beside
+    the caller (see ``stepcheck``): call ``finish()`` on the result before reading its warnings."""
     classifier = Classifier(domains)
     states = replay_onto_base(replay, base, prefix)
-    with tempfile.TemporaryDirectory(prefix="patchkit-split-") as tmp:
+    sizes = sum(len(s.base or b"") + len(s.post or b"") for s in states.values())
+    with scratch_dir("patchkit-split-", sizes * (2 + len(domains))) as tmp:
         work = Path(tmp)
         blocks = net_blocks(states, classifier, work)
         if not blocks:
@@ -275,26 +297,38 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         for block in blocks:
             by_file.setdefault(block.path, []).append(block)
         steps = []
+        per_step: dict[int, list[FilePatch]] = {}
+        by_git: list[tuple[str, Side, Side]] = []  # the rare steps stepdiff cannot write
+        base_lines_of: dict[str, list[str]] = {}
         for k, name in enumerate(order):
             before, after = set(order[:k]), set(order[: k + 1])
-            for path, file_blocks in by_file.items():
+            for path in sorted(by_file, key=lambda p: p.split("/")):  # git's order: dir by dir
+                file_blocks = by_file[path]
                 if not any(name in b.domains() for b in file_blocks):
                     continue
-                steps.append(
-                    (
-                        f"{k:04d}/{path}",
-                        compose(states[path], file_blocks, before),
-                        compose(states[path], file_blocks, after),
-                    )
-                )
-        step_diff = _diff_pairs(steps, work / "steps", context=3)
-    broken_steps = unparsable_steps(steps, order, {path: st.post for path, st in states.items()})
-    per_step: dict[int, list[FilePatch]] = {}
-    for fp in step_diff:
-        k, _, rest = fp.path.partition("/")
-        fp.old_path = fp.old_path.split("/", 1)[1] if fp.old_path else None
-        fp.new_path = fp.new_path.split("/", 1)[1] if fp.new_path else None
-        per_step.setdefault(int(k), []).append(fp)
+                state = states[path]
+                if path not in base_lines_of:
+                    base_lines_of[path] = split_lines(state.base) if state.base else []
+                base_lines = base_lines_of[path]
+                old = compose(state, file_blocks, before, base_lines)
+                new = compose(state, file_blocks, after, base_lines)
+                steps.append((f"{k:04d}/{path}", old, new))
+                try:
+                    fp = step_file_patch(path, base_lines, file_blocks, name, before, old, new)
+                except NotRepresentable:
+                    by_git.append(steps[-1])
+                    continue
+                if fp is not None:
+                    per_step.setdefault(k, []).append(fp)
+        checks = start(steps, order, {path: st.post for path, st in states.items()})
+        if by_git:
+            for fp in _diff_pairs(by_git, work / "steps", context=3):
+                k, _, _ = fp.path.partition("/")
+                fp.old_path = fp.old_path.split("/", 1)[1] if fp.old_path else None
+                fp.new_path = fp.new_path.split("/", 1)[1] if fp.new_path else None
+                per_step.setdefault(int(k), []).append(fp)
+            for files in per_step.values():
+                files.sort(key=lambda fp: fp.path.split("/"))
     step_overlays: dict[int, dict[str, Overlay]] = {}
     if overlay_threshold is not None:
         sides = {key: (before, after) for key, before, after in steps}
@@ -312,11 +346,14 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
             patches[-1].overlays = list(step_overlays[k])
     series = Series(base=pin or Pin(source="path", path=str(base.root)), patches=patches,
                     commits=replay.commits, assignments=assignments(blocks),
-                    absorbed=absorbed_commits(replay, patches), warnings=broken_steps,
+                    absorbed=absorbed_commits(replay, patches),
                     path_prefix=prefix)  # fmt: skip
     texts = {p.filename: render_diff(p.files) for p in patches}
     overlays = {name: o for found in step_overlays.values() for name, o in found.items()}
-    return SplitResult(series=series, texts=texts, states=states, overlays=overlays)
+    result = SplitResult(series=series, texts=texts, states=states, overlays=overlays, checks=checks)
+    if not background_checks:
+        result.finish()
+    return result
 
 
 def assignments(blocks: list[Block]) -> list[Assignment]:
@@ -347,18 +384,20 @@ def assignments(blocks: list[Block]) -> list[Assignment]:
 
 def diff_sides(pairs: list[tuple[str, Side, Side]], context: int = 3) -> list[FilePatch]:
     """``git diff`` of in-memory (path, old, new) pairs, e.g. an overlay against the file it replaces."""
-    with tempfile.TemporaryDirectory(prefix="patchkit-diff-") as tmp:
+    sizes = sum(len(old or b"") + len(new or b"") for _, (old, _), (new, _) in pairs)
+    with scratch_dir("patchkit-diff-", sizes) as tmp:
         return _diff_pairs(pairs, Path(tmp), context)
 
 
 def _diff_pairs(pairs: list[tuple[str, Side, Side]], work: Path, context: int) -> list[FilePatch]:
     """One ``git diff --no-index`` over many (path, old, new) pairs; paths come back repo-relative."""
     a, b = work / "a", work / "b"
+    made: set[Path] = set()  # each directory is created once: a create is costly on a slow disk
+    for side in (a, b):
+        side.mkdir(parents=True, exist_ok=True)
     for rel, (old, old_mode), (new, new_mode) in pairs:
-        _write(a / rel, old, old_mode)
-        _write(b / rel, new, new_mode)
-    a.mkdir(parents=True, exist_ok=True)
-    b.mkdir(parents=True, exist_ok=True)
+        _write(a / rel, old, old_mode, made)
+        _write(b / rel, new, new_mode, made)
     text = git.diff_no_index(Path("a"), Path("b"), cwd=work, context=context)
     files = parse_diff(text.decode("utf-8", errors="surrogateescape").split("\n"), "git-diff")
     for fp in files:
@@ -368,10 +407,12 @@ def _diff_pairs(pairs: list[tuple[str, Side, Side]], work: Path, context: int) -
     return files
 
 
-def _write(path: Path, data: bytes | None, mode: str | None) -> None:
+def _write(path: Path, data: bytes | None, mode: str | None, made: set[Path]) -> None:
     if data is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent not in made:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        made.add(path.parent)
     path.write_bytes(data)
     if mode == "100755":
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
@@ -383,11 +424,11 @@ def compute_dependencies(base: BaseTree, patches: list[SplitPatch],
     ``overlays`` by name) does not apply to base."""
     overlays = overlays or {}
     for k, patch in enumerate(patches):
-        if _applies(base, [patch], overlays):
-            continue
         touched = {fp.old_path for fp in patch.files if fp.old_path}
         touched |= {overlays[name].target for name in patch.overlays}
         needed = [p for p in patches[:k] if touched & _touched(p, overlays)]
+        if not needed or _applies(base, [patch], overlays):
+            continue  # with no earlier patch on its files, it was made against the base itself
         for candidate in list(needed):
             trial = [p for p in needed if p is not candidate]
             if _applies(base, [*trial, patch], overlays):

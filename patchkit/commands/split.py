@@ -43,10 +43,13 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     tree, pin = resolve_base(base, pin_file)
     domains = load_rules(rules)
     prefix = _normalise_root(root) if root is not None else detect_prefix(replay, tree)
-    result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold)
-    compute_dependencies(tree, result.series.patches, result.overlays)
-    write_series(out, result.series, result.texts, result.overlays)
-    proof = prove(tree, load_entries(out), result.states)
+    result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold, background_checks=True)
+    try:  # the step check runs beside dependencies, writing and the proof
+        compute_dependencies(tree, result.series.patches, result.overlays)
+        write_series(out, result.series, result.texts, result.overlays)
+        proof = prove(tree, load_entries(out), result.states)
+    finally:
+        result.finish()
     result.series.proof = proof.to_dict()
     record = json.dumps(series_record(result.series), indent=1, ensure_ascii=False) + "\n"
     (out / SPLIT_JSON).write_text(record, encoding="utf-8")
