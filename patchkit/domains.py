@@ -205,7 +205,8 @@ class Classifier:
 
 
 def _spread_anchors(lines: list[str], anchors: list[LineVerdict | None]) -> list[LineVerdict]:
-    """Unanchored lines follow the previous anchor; comments just above an anchor join it."""
+    """Unanchored lines follow the previous anchor; comments just above an anchor join it; the
+    header of a definition (decorators, ``def``/``class`` line, signature) goes with its body."""
     result: list[LineVerdict | None] = list(anchors)
     first = next(a for a in anchors if a)
     current = LineVerdict(first.domain, f"{first.reason} (nearby line)")
@@ -214,6 +215,24 @@ def _spread_anchors(lines: list[str], anchors: list[LineVerdict | None]) -> list
             current = LineVerdict(verdict.domain, f"{verdict.reason} (nearby line)")
         else:
             result[i] = current
+    for start, stop in _definition_units(lines):
+        owner = next((a for a in anchors[start:stop] if a), None)
+        if owner is None:
+            continue
+        i = start
+        while i < stop and not anchors[i]:
+            result[i] = LineVerdict(owner.domain, f"{owner.reason} (the definition it opens)")
+            i += 1
+        j = start  # comments right above it document it; blank lines above stay where they are,
+        while (  # the trailing separator of what comes before
+            j > 0 and not anchors[j - 1] and lines[j - 1][:1] == lines[start][:1]
+            and _is_comment_or_blank(lines[j - 1])
+        ):  # fmt: skip
+            j -= 1
+        while j < start and not lines[j][1:].strip():
+            j += 1
+        for k in range(j, start):
+            result[k] = LineVerdict(owner.domain, f"{owner.reason} (comment above the definition)")
     for i, verdict in enumerate(anchors):
         if not verdict:
             continue
@@ -222,6 +241,38 @@ def _spread_anchors(lines: list[str], anchors: list[LineVerdict | None]) -> list
             result[j] = LineVerdict(verdict.domain, f"{verdict.reason} (comment above)")
             j -= 1
     return [v for v in result if v is not None]
+
+
+_DEFINITION = re.compile(r"(\s*)(@|def\s|async\s+def\s|class\s)")
+
+
+def _definition_units(lines: list[str]) -> list[tuple[int, int]]:
+    """(start, stop) of each definition a block adds or removes whole: from its first decorator
+    (or ``def``/``class`` line) to the next definition at the same indentation on the same side.
+
+    Only definitions at the block's outermost indentation count, so a nested ``def`` stays with
+    the function around it.
+    """
+    units: list[tuple[int, int]] = []
+    for side in "-+":
+        index = [i for i, ln in enumerate(lines) if ln[:1] == side]
+        texts = [lines[i][1:] for i in index]
+        indents = [len(t) - len(t.lstrip()) for t in texts if t.strip()]
+        if not indents:
+            continue
+        outer = min(indents)
+        starts = []
+        previous = ""
+        for k, text in enumerate(texts):
+            match = _DEFINITION.match(text)
+            if match and len(match.group(1)) == outer and not previous.startswith("@"):
+                starts.append(k)
+            if text.strip():
+                previous = text[outer:] if len(text) - len(text.lstrip()) == outer else " "
+        for n, k in enumerate(starts):
+            stop = starts[n + 1] if n + 1 < len(starts) else len(texts)
+            units.append((index[k], index[stop - 1] + 1))
+    return units
 
 
 def _is_comment_or_blank(line: str) -> bool:

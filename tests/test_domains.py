@@ -168,3 +168,44 @@ def test_default_rules_have_one_fallback_and_unique_names() -> None:
     assert [d.name for d in domains if d.fallback] == ["other"]
     assert len({d.name for d in domains}) == len(domains)
     assert Classifier(domains).classify_lines("README.md", ["+x"], "README.md:1")[0].domain == "other"
+
+
+def test_a_definition_header_goes_with_the_body_that_names_its_domain() -> None:
+    c = Classifier(parse_rules(RULES, "r.toml"))
+    block = [
+        "+def test_tool_timeout():",
+        "+    assert TOOL_TIMEOUT == 5",  # tools
+        "+",
+        "+",
+        "+# the spec length must not be zero",
+        "+@pytest.mark.skip",
+        "+def test_spec_len(",  # header lines without an anchor of their own ...
+        "+    monkeypatch,",
+        "+):",
+        "+    assert SPEC_LEN == 3",  # ... go where the body goes: spec, not the tools above
+        "+",
+        "+",
+    ]
+    verdicts = c.classify_lines("pkg/envs.py", block, "pkg/envs.py:7")
+    assert [v.domain for v in verdicts] == ["tools"] * 4 + ["spec"] * 8
+    assert verdicts[0].reason.endswith("(the definition it opens)")
+    assert verdicts[2].domain == "tools"  # the blank lines after a test close it, they stay
+    assert verdicts[4].reason.endswith("(comment above the definition)")
+    assert verdicts[5].reason.endswith("(the definition it opens)")
+
+
+def test_a_nested_definition_stays_with_the_function_around_it() -> None:
+    c = Classifier(parse_rules(RULES, "r.toml"))
+    block = [
+        "+def outer():",  # opens a unit: its first anchor is TOOL_X
+        "+    x = TOOL_X",
+        "+    def helper():",  # deeper than the block's outermost lines: not a unit of its own
+        "+        return SPEC_Y",
+        "+    return helper",
+    ]
+    verdicts = c.classify_lines("pkg/envs.py", block, "pkg/envs.py:7")
+    assert [v.domain for v in verdicts] == ["tools", "tools", "tools", "spec", "spec"]
+    assert verdicts[2].reason.endswith("(nearby line)")
+    # a definition whose body names no domain follows the previous anchor, as any line does
+    plain = ["+A = TOOL_A", "+def helper():", "+    return 1"]
+    assert [v.domain for v in c.classify_lines("pkg/envs.py", plain, "pkg/envs.py:9")] == ["tools"] * 3
