@@ -16,6 +16,7 @@ from patchkit.basetree import BaseTree
 from patchkit.domains import Classifier, LineVerdict
 from patchkit.errors import UserError
 from patchkit.model import Assignment, Domain, FilePatch, Pin, Replay, Series, SplitPatch
+from patchkit.namedeps import follow_definitions
 from patchkit.overlays import Overlay, base_matches, take_overlays
 from patchkit.parse import parse_diff
 from patchkit.patchtext import (
@@ -296,10 +297,24 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         by_file: dict[str, list[Block]] = {}
         for block in blocks:
             by_file.setdefault(block.path, []).append(block)
+
+        base_lines_of: dict[str, list[str]] = {}
+
+        def lines_of(path: str) -> list[str]:
+            if path not in base_lines_of:
+                base = states[path].base
+                base_lines_of[path] = split_lines(base) if base else []
+            return base_lines_of[path]
+
+        def state_of(path: str, chosen: set[str]) -> bytes | None:
+            return compose(states[path], by_file[path], chosen, lines_of(path))[0]
+
+        compiled: set[bytes] = set()  # states known to compile: the step check skips them
+        if follow_definitions(blocks, order, state_of, compiled):
+            order = [d.name for d in domains if any(d.name in b.domains() for b in blocks)]
         steps = []
         per_step: dict[int, list[FilePatch]] = {}
         by_git: list[tuple[str, Side, Side]] = []  # the rare steps stepdiff cannot write
-        base_lines_of: dict[str, list[str]] = {}
         for k, name in enumerate(order):
             before, after = set(order[:k]), set(order[: k + 1])
             for path in sorted(by_file, key=lambda p: p.split("/")):  # git's order: dir by dir
@@ -307,9 +322,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                 if not any(name in b.domains() for b in file_blocks):
                     continue
                 state = states[path]
-                if path not in base_lines_of:
-                    base_lines_of[path] = split_lines(state.base) if state.base else []
-                base_lines = base_lines_of[path]
+                base_lines = lines_of(path)
                 old = compose(state, file_blocks, before, base_lines)
                 new = compose(state, file_blocks, after, base_lines)
                 steps.append((f"{k:04d}/{path}", old, new))
@@ -320,7 +333,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                     continue
                 if fp is not None:
                     per_step.setdefault(k, []).append(fp)
-        checks = start(steps, order, {path: st.post for path, st in states.items()})
+        checks = start(steps, order, {path: st.post for path, st in states.items()}, compiled)
         if by_git:
             for fp in _diff_pairs(by_git, work / "steps", context=3):
                 k, _, _ = fp.path.partition("/")

@@ -35,12 +35,14 @@ def unparsable_steps(steps: list[Step], order: list[str], final: dict[str, bytes
     return _problems(todo, order, errors)
 
 
-def _to_check(steps: list[Step], final: dict[str, bytes | None]) -> list[Step]:
+def _to_check(
+    steps: list[Step], final: dict[str, bytes | None], compiled: set[bytes] = frozenset()
+) -> list[Step]:
     out = []
     for step in steps:
         key, _, (after, _) = step
         path = key.partition("/")[2]
-        if path.endswith(".py") and after is not None and after != final.get(path):
+        if path.endswith(".py") and after is not None and after != final.get(path) and after not in compiled:
             out.append(step)
     return out
 
@@ -138,9 +140,11 @@ def _problems(steps: list[Step], order: list[str], errors: list[str | None]) -> 
     return problems
 
 
-def start(steps: list[Step], order: list[str], final: dict[str, bytes | None]) -> PendingCheck:
-    """Begin ``unparsable_steps``; with a forked child when there is anything to compile."""
-    todo = _to_check(steps, final)
+def start(steps: list[Step], order: list[str], final: dict[str, bytes | None],
+          compiled: set[bytes] = frozenset()) -> PendingCheck:  # fmt: skip
+    """Begin ``unparsable_steps``; with a forked child when there is anything to compile
+    (``compiled``: states already compiled without error elsewhere, not compiled again)."""
+    todo = _to_check(steps, final, compiled)
     if not todo:
         return PendingCheck(steps, order, final, done=[])
     if not hasattr(os, "fork") or os.environ.get("PATCHKIT_NO_FORK"):

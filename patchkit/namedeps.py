@@ -1,0 +1,289 @@
+"""A definition goes with the first patch that uses it.
+
+Pattern rules claim lines by what they mention, not by the names they need. In the opt21-25
+replay the tool-parser lines of ``cli_args.py`` call ``os.environ`` while the ``import os`` the
+same commit added went to the serving patch, which comes later; and in ``anthropic/serving.py`` the
+tool-parser lines use ``req``, which the anthropic-api lines of the same restructure define. Each
+such patch alone leaves a name undefined (ruff F821) until a later patch arrives.
+
+For every Python file this finds, per domain in series order, the names its added lines use that
+only a *later* domain's added lines define (read from the lines: a block is a fragment of a file,
+so strings and comments are stripped and imports, assignments, ``def``/``class``,
+``for``/``with``/``except ... as`` and ``:=`` targets are recognised). Each candidate is then
+confirmed on the real intermediate state with ``symtable``: the name must be an undefined global
+there and not in the replay's own result. The defining statements move to the earlier domain (the
+whole change block when the definition rewrites base lines, so no patch carries half an edit),
+and the move is kept only if every state it touches still compiles. It repeats until nothing
+moves (moves only go to earlier domains, so it ends).
+
+It only ever changes which patch carries a line: the split stays lossless and the proof still
+checks it; what it cannot move, the ruff gate still reports per patch.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+import symtable
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from patchkit.domains import LineVerdict
+
+_STRING = re.compile(
+    r"""[rRbBuUfF]{0,2}(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")"""
+)
+_IDENT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\b(?!\s*=(?!=))")
+_KNOWN = set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins)) | {"self", "cls"}
+_IMPORT = re.compile(r"\s*import\s+(.+)")
+_FROM = re.compile(r"\s*from\s+[\w.]+\s+import\s+(.+)")
+_DEF = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+_ASSIGN = re.compile(r"\s*([A-Za-z_][\w\s,()\[\]*]*?)\s*(?::[^=]+)?=(?!=)")
+_AS = re.compile(r"\bas\s+([A-Za-z_]\w*)")
+_FOR = re.compile(r"\s*(?:async\s+)?for\s+(.+?)\s+in\b")
+_WALRUS = re.compile(r"([A-Za-z_]\w*)\s*:=")
+
+
+class _Block(Protocol):
+    path: str
+    old: list[str]
+    new: list[str]
+    old_domains: list[LineVerdict]
+    new_domains: list[LineVerdict]
+
+
+def code_of(line: str) -> str:
+    """The line without string literals and comments."""
+    return _STRING.sub('""', line).split("#", 1)[0]
+
+
+def used_names(line: str) -> set[str]:
+    code = code_of(line)
+    if _IMPORT.match(code) or _FROM.match(code) or _DEF.match(code):
+        return set()
+    return {n for n in _IDENT.findall(code) if n not in _KNOWN}
+
+
+def defined_names(line: str, in_import: bool = False) -> set[str]:
+    """Names a line binds; ``in_import``: the line continues a parenthesised ``from x import (``."""
+    code = code_of(line)
+    if in_import:
+        return _import_list(code)
+    if m := _FROM.match(code):
+        return _import_list(m.group(1))
+    if m := _IMPORT.match(code):
+        names = set()
+        for part in m.group(1).split(","):
+            words = part.split()
+            if len(words) >= 3 and words[1] == "as":
+                names.add(words[2])
+            elif words:
+                names.add(words[0].split(".")[0])
+        return names
+    names = set(_AS.findall(code)) | set(_WALRUS.findall(code))
+    if m := _DEF.match(code):
+        names.add(m.group(1))
+    elif m := _FOR.match(code):
+        names |= set(re.findall(r"[A-Za-z_]\w*", m.group(1)))
+    elif (m := _ASSIGN.match(code)) and "." not in m.group(1):
+        names |= {n for n in re.findall(r"[A-Za-z_]\w*", m.group(1)) if n not in _KNOWN}
+    return names
+
+
+def _import_list(text: str) -> set[str]:
+    names = set()
+    for part in text.replace("(", " ").replace(")", " ").split(","):
+        words = part.split()
+        if len(words) >= 3 and words[1] == "as":
+            names.add(words[2])
+        elif words and words[0] != "\\":
+            names.add(words[0])
+    return {n for n in names if n.isidentifier()}
+
+
+def statements(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, stop) of each logical statement in consecutive lines, by bracket depth and ``\\``."""
+    spans = []
+    start, depth = 0, 0
+    for i, line in enumerate(lines):
+        code = code_of(line)
+        depth = max(depth + sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}"), 0)
+        if depth == 0 and not code.rstrip().endswith("\\"):
+            spans.append((start, i + 1))
+            start = i + 1
+    if start < len(lines):
+        spans.append((start, len(lines)))
+    return spans
+
+
+StateOf = Callable[[str, set[str]], "bytes | None"]  # (path, chosen domains) → file content
+
+
+def follow_definitions(blocks: Sequence[_Block], order: list[str], state_of: StateOf,
+                       compiled: set[bytes] | None = None) -> list[str]:  # fmt: skip
+    """Move definitions to the earliest domain that uses them; returns one note per move.
+
+    ``compiled`` collects the states this compiled without error (the step check need not again).
+
+    ``state_of(path, chosen)`` gives a file with only the ``chosen`` domains' lines applied. A
+    candidate found in the lines is confirmed on that state (the name is an undefined global there
+    and not in the whole replay's result), and a move is kept only if every state it changes still
+    compiles; otherwise it is undone and the name left to the ruff gate.
+    """
+    rank = {name: i for i, name in enumerate(order)}
+    notes: list[str] = []
+    by_file: dict[str, list[_Block]] = {}
+    for block in blocks:
+        if block.path.endswith(".py"):
+            by_file.setdefault(block.path, []).append(block)
+    for path, file_blocks in by_file.items():
+        if len({v.domain for b in file_blocks for v in b.old_domains + b.new_domains}) < 2:
+            continue
+        analysis = _Analysis(path, file_blocks, order, state_of, compiled if compiled is not None else set())
+        tried: set[tuple[str, str]] = set()
+        while (found := analysis.next_move(rank, tried)) is not None:
+            notes.append(found)
+    return notes
+
+
+class _Analysis:
+    def __init__(self, path: str, blocks: list[_Block], order: list[str], state_of: StateOf,
+                 compiled: set[bytes]) -> None:  # fmt: skip
+        self.path, self.blocks, self.order, self.state_of = path, blocks, order, state_of
+        self.compiled = compiled
+        self._undefined: dict[bytes, set[str] | None] = {}
+        self._final: set[str] | None = None
+
+    @property
+    def final_undefined(self) -> set[str]:
+        if self._final is None:
+            self._final = self.undefined(self.state_of(self.path, set(self.order))) or set()
+        return self._final
+
+    def undefined(self, source: bytes | None) -> set[str] | None:
+        if source is None:
+            return set()
+        if source not in self._undefined:
+            self._undefined[source] = undefined_globals(source)
+        return self._undefined[source]
+
+    def state_after(self, k: int) -> bytes | None:
+        return self.state_of(self.path, set(self.order[: k + 1]))
+
+    def next_move(self, rank: dict[str, int], tried: set[tuple[str, str]]) -> str | None:
+        for name, user, sites in _candidates(self.blocks, rank):
+            if (name, user) in tried:
+                continue
+            tried.add((name, user))
+            missing = self.undefined(self.state_after(rank[user]))
+            if missing is None or name not in missing or name in self.final_undefined:
+                continue
+            last = max(rank[d] for *_, d in sites)
+            for whole in (False, True):
+                saved = [(b, list(b.old_domains), list(b.new_domains)) for b in self.blocks]
+                _move(name, user, sites, whole)
+                if self._compiles(rank[user], last):
+                    owners = ", ".join(sorted({d for *_, d in sites}))
+                    return f"{self.path}: {name!r} is defined by {owners}, now by {user}, which uses it first"
+                for block, old, new in saved:
+                    block.old_domains[:], block.new_domains[:] = old, new
+        return None
+
+    def _compiles(self, first: int, last: int) -> bool:
+        """Do the states after domains first..last-1 compile? (From ``last`` on, the moved lines
+        were there before the move too; states that repeat are compiled once.)"""
+        seen: set[bytes] = set()
+        for k in range(first, last):
+            state = self.state_after(k)
+            if state is None or state in seen or state in self.compiled:
+                continue
+            seen.add(state)
+            try:
+                _compile(state)
+            except (SyntaxError, ValueError):
+                return False
+            self.compiled.add(state)
+        return True
+
+
+def _compile(source: bytes | None) -> None:
+    if source is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, "<state>", "exec", dont_inherit=True)
+
+
+_MODULE_NAMES = {
+    "__file__", "__name__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
+    "__path__", "__annotations__", "__dict__", "__module__", "__qualname__",
+}  # fmt: skip
+
+
+def undefined_globals(source: bytes) -> set[str] | None:
+    """Names the module reads as globals but never binds (pyflakes' F821, roughly); None when the
+    source does not parse or a star import makes it unknowable."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text = source.decode("utf-8", errors="surrogateescape")
+            top = symtable.symtable(text, "<state>", "exec")
+    except (SyntaxError, ValueError, UnicodeError):
+        return None
+    if re.search(r"^\s*from\s+\S+\s+import\s+\*", text, re.M):
+        return None
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read: set[str] = set()
+    tables = [top]
+    while tables:
+        table = tables.pop()
+        tables += table.get_children()
+        for sym in table.get_symbols():
+            if sym.is_declared_global() and sym.is_assigned():
+                bound.add(sym.get_name())
+            elif sym.is_referenced() and (table is top or sym.is_global()) and not sym.is_assigned():
+                read.add(sym.get_name())
+    return read - bound - _KNOWN - _MODULE_NAMES
+
+
+def _candidates(blocks: list[_Block], rank: dict[str, int]):
+    """(name, user, sites): a name the user's added lines read that only later domains define."""
+    defs: dict[str, list[tuple[_Block, int, int, str]]] = {}  # name → (block, start, stop, domain)
+    uses: dict[str, set[str]] = {}  # domain → names its added lines use
+    for block in blocks:
+        in_import = False
+        for start, stop in statements(block.new):
+            for i in range(start, stop):
+                line, domain = block.new[i], block.new_domains[i].domain
+                uses.setdefault(domain, set()).update(used_names(line))
+                for name in defined_names(line, in_import):
+                    defs.setdefault(name, []).append((block, start, stop, domain))
+                code = code_of(line)
+                if _FROM.match(code) and "(" in code and ")" not in code:
+                    in_import = True
+                elif in_import and ")" in code:
+                    in_import = False
+    found = []
+    for user in sorted(uses, key=lambda d: rank.get(d, len(rank))):
+        for name in sorted(uses[user]):
+            sites = defs.get(name, [])
+            if sites and all(rank[d] > rank[user] for *_, d in sites):
+                found.append((name, user, sites))
+    return found
+
+
+def _move(name: str, user: str, sites, whole: bool) -> None:
+    """Give the defining statements (``whole``: every line of their owner in those blocks) to ``user``;
+    a definition that rewrites base lines always moves with its whole change."""
+    for block, start, stop, owner in sites:
+        reason = LineVerdict(user, f"defines {name!r}, which {user} uses first (was {owner})")
+        if whole or any(v.domain == owner for v in block.old_domains):
+            for verdicts in (block.old_domains, block.new_domains):
+                for i, v in enumerate(verdicts):
+                    if v.domain == owner:
+                        verdicts[i] = reason
+        else:
+            for i in range(start, stop):
+                if block.new_domains[i].domain == owner:
+                    block.new_domains[i] = reason
