@@ -20,41 +20,53 @@ from patchkit import store
 from patchkit.basetree import BaseTree
 from patchkit.domains import Classifier
 from patchkit.errors import UserError
-from patchkit.gates import Overlay, PatchUnderAudit, Trees, apply_files, apply_patch
+from patchkit.gates import NOT_APPLIED, Overlay, PatchUnderAudit, Trees, apply_files, apply_patch, gate_result
 from patchkit.gates.apply import SeriesState, apply_gate, series_states
 from patchkit.gates.dco import dco_gate
 from patchkit.gates.ruff import ruff_gate, ruff_version
 from patchkit.gates.tests import TestSettings, environment, tests_gate
-from patchkit.model import AuditResult, Domain, FilePatch, GateResult, PatchAudit, Pin, Verdict
+from patchkit.model import AuditResult, Domain, FilePatch, GateResult, Message, PatchAudit, Pin, Verdict
 from patchkit.patchtext import HunkMismatch, render_diff
+from patchkit.report.i18n import message_text
 from patchkit.seriesio import load_entries, load_split_json
 from patchkit.split import diff_sides
 from patchkit.testmap import OUTCOME_FORMAT
 
 GATES = ("apply", "ruff", "dco", "tests")
 RUFF_GATE_FORMAT = 2  # bump when how the ruff gate stages or compares changes: cached results expire
+GATE_RESULT_FORMAT = 2  # bump when a cached GateResult's shape changes (2: message keys): every gate expires
 _RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
 
 
 # --------------------------------------------------------------------------- pure logic
 
 
-def patch_verdict(gates: list[GateResult]) -> tuple[Verdict, list[str]]:
+def verdict_reasons(gates: list[GateResult]) -> tuple[Verdict, list[Message]]:
     """blocked if apply failed; needs-work if another gate failed; else ready. could-not-run gates
-    are listed as reasons but do not block."""
-    reasons: list[str] = []
+    are listed as reasons but do not block. A reason quotes its gate's message (its summary if none)."""
+    reasons: list[Message] = []
     verdict: Verdict = "ready"
+
+    def quoted(gate: GateResult) -> dict:
+        return {"gate": gate.gate, "summary": gate.message.to_dict() if gate.message else gate.summary}
+
     for gate in gates:
         if gate.status == "failed":
             verdict = "blocked" if gate.gate == "apply" else max(verdict, "needs-work", key=_RANK.get)
-            reasons.append(f"{gate.gate} failed: {gate.summary}")
+            reasons.append(Message("reason.failed", quoted(gate)))
     for gate in gates:
         if gate.status == "could-not-run":
-            reasons.append(f"{gate.gate} could not run here: {gate.summary} (does not block the verdict)")
+            reasons.append(Message("reason.could-not-run", quoted(gate)))
     if verdict == "ready" and not any(g.status == "could-not-run" for g in gates):
         ran = [g.gate for g in gates if g.status == "passed"]
-        reasons.insert(0, f"all gates passed ({', '.join(ran) or 'none run'})")
+        reasons.insert(0, Message("reason.all-passed", {"gates": ran}) if ran else Message("reason.none-ran"))
     return verdict, reasons
+
+
+def patch_verdict(gates: list[GateResult]) -> tuple[Verdict, list[str]]:
+    """The verdict and its reasons in English (what ``PatchAudit.reasons`` records)."""
+    verdict, reasons = verdict_reasons(gates)
+    return verdict, [message_text(reason) for reason in reasons]
 
 
 def worst(verdicts: list[Verdict]) -> Verdict:
@@ -102,7 +114,7 @@ def merge_results(results: list[AuditResult]) -> AuditResult:
 
 def gate_key(gate: str, patch: PatchUnderAudit, earlier: list[PatchUnderAudit], base_hash: str,
              config: object) -> str:  # fmt: skip
-    parts = [gate, patch.text, [p.text for p in earlier], base_hash, config]
+    parts = [gate, GATE_RESULT_FORMAT, patch.text, [p.text for p in earlier], base_hash, config]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -241,7 +253,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         if cached is not None:
             result = replace(GateResult.from_dict(cached), cached=True)
         elif gate != "apply" and results and results[0].gate == "apply" and results[0].status == "failed":
-            result = GateResult(gate, "skipped", "the patch does not apply in series")
+            result = gate_result(gate, "skipped", NOT_APPLIED)
         else:
             result = _run_gate(gate, patch, earlier, state, trees, needs, options)
             if options.use_cache and result.status != "skipped":
@@ -249,14 +261,15 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         if gate == "apply":
             needs = result.details.get("needs", needs)
         results.append(result)
-    verdict, reasons = patch_verdict(results)
+    verdict, reasons = verdict_reasons(results)
     return PatchAudit(
         patch=patch.name,
         domain=patch.domain,
         title=patch.title,
         gates=results,
         verdict=verdict,
-        reasons=reasons,
+        reasons=[message_text(reason) for reason in reasons],
+        reason_messages=reasons,
         files=[{"path": fp.path, "added": fp.added, "removed": fp.removed} for fp in patch.changed_files],
         commits=patch.commits,
         depends_on=needs,
@@ -283,7 +296,7 @@ def _run_gate(gate: str, patch: PatchUnderAudit, earlier: list[PatchUnderAudit],
     if gate == "dco":
         return dco_gate(patch)
     if options.tests is None:
-        return GateResult("tests", "could-not-run", "no test settings given")
+        return gate_result("tests", "could-not-run", Message("gate.tests.no-settings"))
     pre, post = _test_sides(trees.base, patch, earlier, needs, state)
 
     def exists(path: str) -> bool:

@@ -292,13 +292,25 @@ class Series(JsonMixin):
 
 
 @dataclass
+class Message(JsonMixin):
+    """A report sentence as a catalogue key and its params (patchkit/report/i18n/*.json).
+
+    Params are plain data (counts, names, lists); a param that is itself ``{"key", "params"}`` is a
+    nested message. The English string beside it stays the fallback of every renderer."""
+
+    key: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class GateResult(JsonMixin):
     gate: str
     status: GateStatus
-    summary: str
+    summary: str  # English; JSON consumers and CI logs read it
     details: dict[str, Any] = field(default_factory=dict)
     duration: float = 0.0
     cached: bool = False
+    message: Message | None = None  # ``summary`` for the catalogues; None in records before it
 
 
 @dataclass
@@ -320,12 +332,13 @@ class PatchAudit(JsonMixin):
     title: dict[str, str]
     gates: list[GateResult]
     verdict: Verdict
-    reasons: list[str]
+    reasons: list[str]  # English
     files: list[dict[str, Any]] = field(default_factory=list)  # path, added, removed
     commits: list[Commit | None] = field(default_factory=list)
     depends_on: list[str] = field(default_factory=list)
     diff: str = ""
     guide: dict[str, Any] = field(default_factory=dict)  # findings, priority, order, follow_ups
+    reason_messages: list[Message] = field(default_factory=list)  # ``reasons`` for the catalogues, same order
 
 
 @dataclass

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from patchkit.model import FilePatch
+from patchkit.model import FilePatch, Message
+from patchkit.report.i18n import message_text
 
 OWN_PACKAGES = ("vllm", "tests")  # an ImportError of these is the code's fault, not the environment's
 
@@ -215,19 +216,29 @@ def _category(test_id, b: Outcome | None, p: Outcome | None, broken_modules, cau
     return "skipped"
 
 
-def summarise(cmp: Comparison) -> str:
-    """'202 passed on both; 212 could-not-run (no-accelerator); 0 regressed'."""
-    parts = [f"{cmp.count('passed')} passed on both"]
+def summary_message(cmp: Comparison) -> Message:
+    """'202 passed on both; 212 could-not-run (no-accelerator); 0 regressed', as a catalogue message."""
     if cmp.teardown:
-        causes = ", ".join(f"{name} {n}" for name, n in cmp.teardown.most_common())
-        parts[0] += f" (teardown then hit the environment: {causes})"
+        causes = [_cause(name, n, counted=True) for name, n in cmp.teardown.most_common()]
+        parts = [Message("tests.part.passed-teardown", {"count": cmp.count("passed"), "causes": causes})]
+    else:
+        parts = [Message("tests.part.passed", {"count": cmp.count("passed")})]
     for category in ("fixed", "still-failing", "new-passed", "new-failed", "removed"):
         if cmp.count(category):
-            parts.append(f"{cmp.count(category)} {category}")
+            parts.append(Message(f"tests.part.{category}", {"count": cmp.count(category)}))
     if cmp.count("could-not-run"):
-        causes = ", ".join(
-            f"{name} {n}" if len(cmp.causes) > 1 else name for name, n in cmp.causes.most_common()
-        )
-        parts.append(f"{cmp.count('could-not-run')} could-not-run ({causes})")
-    parts.append(f"{cmp.count('regressed')} regressed")
-    return "; ".join(parts)
+        causes = [_cause(name, n, counted=len(cmp.causes) > 1) for name, n in cmp.causes.most_common()]
+        count = cmp.count("could-not-run")
+        parts.append(Message("tests.part.could-not-run", {"count": count, "causes": causes}))
+    parts.append(Message("tests.part.regressed", {"count": cmp.count("regressed")}))
+    return Message("gate.tests.compared", {"parts": [p.to_dict() for p in parts]})
+
+
+def _cause(name: str, count: int, counted: bool) -> dict:
+    cause = Message(f"tests.cause.{name}").to_dict()
+    return Message("tests.cause.count", {"cause": cause, "count": count}).to_dict() if counted else cause
+
+
+def summarise(cmp: Comparison) -> str:
+    """The summary in English, as ``GateResult.summary`` records it."""
+    return message_text(summary_message(cmp))

@@ -5,10 +5,16 @@ from patchkit.gates import PatchUnderAudit
 from patchkit.gates.dco import check_commit, dco_gate, identity
 from patchkit.model import Commit, Trailer
 from patchkit.parse import parse_text, parse_trailers
+from patchkit.report.i18n import message_text
 
 
 def _commit(trailers, author="Ada Dev", email="Ada@Example.org"):
     return Commit("abc123", author, email, None, "subject", trailers=trailers)
+
+
+def _why(commit):
+    ok, message = check_commit(commit)
+    return ok, message_text(message)
 
 
 def test_identity_normalises():
@@ -22,8 +28,8 @@ def test_matching_sign_off_case_insensitive_email():
 
 
 def test_missing_and_mismatched_sign_off():
-    assert check_commit(_commit([]))[1].startswith("no Signed-off-by")
-    ok, reason = check_commit(_commit([Trailer("Signed-off-by", "Bob <bob@example.org>")]))
+    assert _why(_commit([]))[1].startswith("no Signed-off-by")
+    ok, reason = _why(_commit([Trailer("Signed-off-by", "Bob <bob@example.org>")]))
     assert not ok and "from the author" in reason
     ok, _ = check_commit(_commit([Trailer("Signed-off-by", "Ada Devine <ada@example.org>")]))
     assert not ok  # same e-mail, different name
@@ -45,7 +51,7 @@ def test_co_developer_needs_own_sign_off():
         Trailer("Co-developed-by", "Cy <cy@example.org>"),
         Trailer("Signed-off-by", "Ada Dev <ada@example.org>"),
     ]
-    ok, reason = check_commit(_commit(base))
+    ok, reason = _why(_commit(base))
     assert not ok and "Co-developed-by" in reason
     assert check_commit(_commit([*base, Trailer("Signed-off-by", "Cy <CY@example.org>")]))[0]
 

@@ -104,8 +104,42 @@ def test_new_env_var_with_nested_default_in_envs_py():
         ' os.getenv("VLLM_QWEN3CODER_STREAMING_FIX", "1"))\n    ),\n}\n',
     )
     found = {f["message"]["en"] for f in only(guide({"vllm/envs.py": (old, new)}), "new-env-var")}
-    assert "New environment variable `VLLM_QWEN3X_TOOL_FIX` (default '1')." in found
+    assert (
+        "New environment variable `VLLM_QWEN3X_TOOL_FIX`"
+        " (default `VLLM_QWEN3CODER_STREAMING_FIX` when set, else '1')." in found
+    )
     assert not any("VLLM_OLD" in m for m in found)
+
+
+ENVS_OLD = "import os\nif TYPE_CHECKING:\n    VLLM_OLD: int = 0\nenvironment_variables = {\n}\n"
+
+
+def test_new_env_var_names_the_legacy_variable_it_falls_back_to():
+    """envs.py declares ``VLLM_NEW: int = 1`` under TYPE_CHECKING, but the read is what runs: its
+    default comes through the legacy variable, and the guide says so in both languages."""
+    new = ENVS_OLD.replace(
+        "    VLLM_OLD: int = 0\n", "    VLLM_OLD: int = 0\n    VLLM_NEW: int = 1\n"
+    ).replace(
+        "{\n}", '{\n    "VLLM_NEW": lambda: int(os.getenv("VLLM_NEW", os.getenv("VLLM_LEGACY", "1"))),\n}'
+    )
+    found = {
+        f["message"]["en"].split("`")[1]: f
+        for f in only(guide({"vllm/envs.py": (ENVS_OLD, new)}), "new-env-var")
+    }
+    finding = found["VLLM_NEW"]
+    assert finding["message"]["en"] == (
+        "New environment variable `VLLM_NEW` (default `VLLM_LEGACY` when set, else '1')."
+    )
+    assert finding["message"]["zh"] == "新增环境变量 `VLLM_NEW`（默认 `VLLM_LEGACY` 的值，未设置时为 '1'）。"
+    assert finding["line"] == 6  # the read, not the annotation
+    assert found["VLLM_LEGACY"]["message"]["en"] == "New environment variable `VLLM_LEGACY` (default '1')."
+
+
+def test_new_env_var_without_a_fallback_names_none():
+    new = ENVS_OLD.replace("{\n}", '{\n    "VLLM_NEW": lambda: int(os.getenv("VLLM_NEW", "1")),\n}')
+    (finding,) = only(guide({"vllm/envs.py": (ENVS_OLD, new)}), "new-env-var")
+    assert finding["message"]["en"] == "New environment variable `VLLM_NEW` (default '1')."
+    assert finding["message"]["zh"] == "新增环境变量 `VLLM_NEW`（默认 '1'）。"
 
 
 def test_assert_weakened():

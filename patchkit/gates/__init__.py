@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkit.basetree import BaseTree
-from patchkit.model import Commit, FilePatch
+from patchkit.model import Commit, FilePatch, GateResult, GateStatus, Message
 from patchkit.overlays import Overlay as WholeFile
 from patchkit.overlays import base_matches, mismatch
 from patchkit.patchtext import HunkMismatch, apply_file_patch
+from patchkit.report.i18n import message_text
 
 Overlay = dict[str, bytes | None]  # path -> content after some patches (None = deleted)
 
@@ -56,6 +57,15 @@ class Trees:
     def post_read(self, path: str) -> bytes | None:
         overlay = self.post if self.post is not None else self.pre
         return overlay[path] if path in overlay else self.base.read(path)
+
+
+def gate_result(gate: str, status: GateStatus, message: Message, details: dict | None = None,
+                duration: float = 0.0) -> GateResult:  # fmt: skip
+    """A gate's result; its English ``summary`` is ``message`` rendered from the catalogue."""
+    return GateResult(gate, status, message_text(message), details or {}, duration, message=message)
+
+
+NOT_APPLIED = Message("gate.skipped.not-applied")  # every later gate of a patch that does not apply
 
 
 def apply_files(files: list[FilePatch], read: Callable[[str], bytes | None], overlay: Overlay) -> None:

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 
 from patchkit.basetree import BaseTree
-from patchkit.gates import Overlay, PatchUnderAudit, apply_patch
-from patchkit.model import GateResult
+from patchkit.gates import Overlay, PatchUnderAudit, apply_patch, gate_result
+from patchkit.model import GateResult, Message
 from patchkit.patchtext import HunkMismatch
 
 
@@ -82,11 +82,11 @@ def apply_gate(
         details["overlays"] = [{"name": o.name, "target": o.target, "base_sha256": o.base_sha256}
                                for o in patch.overlays]  # fmt: skip
     if state.error is not None:
-        status, summary = "failed", f"does not apply at its place in the series: {state.error}"
+        status, message = "failed", Message("gate.apply.series-failed", {"error": state.error})
     elif alone_error is None:
-        status, summary = "passed", "applies alone on the base and in series"
+        status, message = "passed", Message("gate.apply.applies")
     elif needs:
-        status, summary = "passed", f"applies in series; needs {', '.join(needs)} first"
+        status, message = "passed", Message("gate.apply.needs", {"needs": needs})
     else:
-        status, summary = "passed", f"applies in series but not alone ({alone_error})"
-    return GateResult("apply", status, summary, details, time.perf_counter() - started)
+        status, message = "passed", Message("gate.apply.not-alone", {"error": alone_error})
+    return gate_result("apply", status, message, details, time.perf_counter() - started)

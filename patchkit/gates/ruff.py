@@ -11,8 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
-from patchkit.gates import PatchUnderAudit, Trees, write_overlay
-from patchkit.model import GateResult
+from patchkit.gates import NOT_APPLIED, PatchUnderAudit, Trees, gate_result, write_overlay
+from patchkit.model import GateResult, Message
 
 CONFIG_NAMES = ("pyproject.toml", "ruff.toml", ".ruff.toml")
 NO_WHITESPACE_CHECK = (".md", ".patch", ".diff")
@@ -139,10 +139,10 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     ]
     cmd = ruff_command()
     if trees.post is None:
-        return GateResult("ruff", "skipped", "the patch does not apply in series", {}, 0.0)
+        return gate_result("ruff", "skipped", NOT_APPLIED)
     if cmd is None and py_files:
-        return GateResult("ruff", "could-not-run", "ruff is not installed (not on PATH)",
-                          {"whitespace": whitespace}, time.perf_counter() - started)  # fmt: skip
+        return gate_result("ruff", "could-not-run", Message("gate.ruff.not-installed"),
+                           {"whitespace": whitespace}, time.perf_counter() - started)  # fmt: skip
     added: list[dict] = []
     configs: list[str] = []
     if py_files and cmd is not None:
@@ -160,19 +160,20 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
                 before = _keyed(run_ruff(cmd, pre_root, py_files), pre_root)
                 after = _keyed(run_ruff(cmd, post_root, py_files), post_root)
             except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
-                return GateResult("ruff", "could-not-run", f"ruff failed: {exc}", {},
-                                  time.perf_counter() - started)  # fmt: skip
+                message = Message("gate.ruff.failed-to-run", {"error": str(exc)})
+                return gate_result("ruff", "could-not-run", message, {}, time.perf_counter() - started)
         added = added_findings(before, after)
     seen = {(f["file"], f["line"]) for f in added if f["code"] in ("W291", "W293")}
     seen |= {(f["file"], "eof") for f in added if f["code"] == "W391"}
     added += [f for f in whitespace if _ws_key(f) not in seen]
     details = {"findings": added, "files": py_files, "configs": configs, "ruff": ruff_version()}
     if added:
-        codes = Counter(f["code"] for f in added)
-        listed = ", ".join(f"{c} x{n}" if n > 1 else c for c, n in codes.most_common())
-        summary = f"{len(added)} finding(s) added by the patch: {listed}"
-        return GateResult("ruff", "failed", summary, details, time.perf_counter() - started)
-    summary = f"no finding added in {len(py_files)} Python file(s)" + (
-        f" (config: {', '.join(configs)})" if configs else " (no ruff config in the base: ruff defaults)"
-    )
-    return GateResult("ruff", "passed", summary, details, time.perf_counter() - started)
+        counts = Counter(f["code"] for f in added)
+        codes = [f"{c} x{n}" if n > 1 else c for c, n in counts.most_common()]
+        message = Message("gate.ruff.added", {"count": len(added), "codes": codes})
+        return gate_result("ruff", "failed", message, details, time.perf_counter() - started)
+    if configs:
+        message = Message("gate.ruff.clean", {"count": len(py_files), "configs": configs})
+    else:
+        message = Message("gate.ruff.clean-defaults", {"count": len(py_files)})
+    return gate_result("ruff", "passed", message, details, time.perf_counter() - started)

@@ -14,9 +14,9 @@ from functools import cache
 from pathlib import Path
 
 from patchkit import store
-from patchkit.gates import Overlay, PatchUnderAudit
-from patchkit.model import GateResult
-from patchkit.testmap import OUTCOME_FORMAT, Outcome, compare, parse_junit, select_tests, summarise
+from patchkit.gates import Overlay, PatchUnderAudit, gate_result
+from patchkit.model import GateResult, Message
+from patchkit.testmap import OUTCOME_FORMAT, Outcome, compare, parse_junit, select_tests, summary_message
 
 _PROBE = (
     "import json, platform, sys\n"
@@ -55,6 +55,14 @@ def environment(python: str) -> dict:
     return {"interpreter": python, **json.loads(proc.stdout)}
 
 
+@dataclass
+class NoReport:
+    """Why a pytest run produced no outcomes."""
+
+    message: Message
+    timed_out: bool = False
+
+
 def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
     """A cheap copy of the base (hard links, no .git) with the overlay's files written as new files,
     so the cached base is never edited."""
@@ -89,7 +97,7 @@ OFFLINE_DEFAULTS = {
 
 def run_pytest(
     settings: TestSettings, tree: Path, tests: list[str], env_info: dict
-) -> dict[str, Outcome] | str:
+) -> dict[str, Outcome] | NoReport:
     """Outcomes by test id, or the reason the run produced none."""
     junit = tree / ".patchkit-junit.xml"
     # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
@@ -102,10 +110,11 @@ def run_pytest(
         proc = subprocess.run([*args, *tests], cwd=tree, env=env, capture_output=True, text=True,
                               timeout=settings.test_timeout)  # fmt: skip
     except subprocess.TimeoutExpired:
-        return f"timeout: pytest did not finish in {settings.test_timeout:g} s"
+        seconds = f"{settings.test_timeout:g}"
+        return NoReport(Message("tests.run.timeout", {"seconds": seconds}), timed_out=True)
     if not junit.is_file():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return f"pytest exited {proc.returncode} without a report: {' / '.join(tail)}"
+        return NoReport(Message("tests.run.no-report", {"code": proc.returncode, "tail": tail}))
     return parse_junit(junit.read_text("utf-8", errors="replace"))
 
 
@@ -145,35 +154,37 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
                exists) -> GateResult:  # fmt: skip
     started = time.perf_counter()
 
-    def result(status: str, summary: str, **details) -> GateResult:
-        return GateResult("tests", status, summary, details, time.perf_counter() - started)
+    def result(status: str, key: str, params: dict | None = None, **details) -> GateResult:
+        message = Message(key, params or {})
+        return gate_result("tests", status, message, details, time.perf_counter() - started)
 
+    cannot = "could-not-run"
     if post is None:
-        return result("skipped", "the patch does not apply, so its tests cannot run")
+        return result("skipped", "gate.tests.not-applied")
     selection = select_tests(patch.test_templates, patch.changed_files, exists)
     if not selection:
-        return result("could-not-run", f"no upstream test selected for {patch.domain} and its files")
+        return result(cannot, "gate.tests.no-selection", {"domain": patch.domain})
     if settings.env_error:
-        return result("could-not-run", f"no test environment: {settings.env_error}", selection=selection)
+        return result(cannot, "gate.tests.no-env", {"error": settings.env_error}, selection=selection)
     env_info = environment(settings.python)
     if "error" in env_info:
-        return result("could-not-run", env_info["error"], selection=selection)
+        return result(cannot, "gate.tests.interpreter", {"error": env_info["error"]}, selection=selection)
     if not env_info.get("pytest"):
-        return result("could-not-run", f"pytest is not installed in {settings.python}", selection=selection)
+        return result(cannot, "gate.tests.no-pytest", {"python": settings.python}, selection=selection)
     work = Path(tempfile.mkdtemp(prefix="patchkit-tests-", dir=_work_root()))
     try:
         base_side, base_cached = baseline(settings, pre, selection, env_info, work)
         patch_side = _side(settings, post, selection, env_info, work, "patch")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if isinstance(patch_side, str) and isinstance(base_side, dict) and not patch_side.startswith("timeout"):
+    if isinstance(patch_side, NoReport) and isinstance(base_side, dict) and not patch_side.timed_out:
         passed = sum(o.status == "passed" for o in base_side.values())
         if passed:  # the base ran; with the patch pytest cannot even report: the patch broke it
-            return result("failed", f"the patched tree gives no test report ({passed} passed on the "
-                          f"base): {patch_side}", selection=selection, base=passed)  # fmt: skip
-    for label, side in (("base", base_side), ("patched", patch_side)):
-        if isinstance(side, str):
-            return result("could-not-run", f"{label} run: {side}", selection=selection)
+            params = {"passed": passed, "error": patch_side.message.to_dict()}
+            return result("failed", "gate.tests.no-report", params, selection=selection, base=passed)
+    for key, side in (("gate.tests.base-run", base_side), ("gate.tests.patched-run", patch_side)):
+        if isinstance(side, NoReport):
+            return result(cannot, key, {"error": side.message.to_dict()}, selection=selection)
     cmp = compare(base_side, patch_side)
     details = {
         "selection": selection,
@@ -188,12 +199,12 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
             t: patch_side[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patch_side
         },
     }
-    summary = summarise(cmp)
+    summary = summary_message(cmp)
     if cmp.count("regressed") or cmp.count("new-failed"):
-        return result("failed", summary, **details)
+        return result("failed", summary.key, summary.params, **details)
     if cmp.ran == 0:
-        return result("could-not-run", f"nothing ran: {summary}", **details)
-    return result("passed", summary, **details)
+        return result(cannot, "gate.tests.nothing-ran", {"summary": summary.to_dict()}, **details)
+    return result("passed", summary.key, summary.params, **details)
 
 
 def _work_root() -> Path:

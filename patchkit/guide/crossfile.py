@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 
 from patchkit.guide.findings import _call_name, _finding, _is_literal, changed
 from patchkit.guide.view import NodeIndex, _FileView
@@ -15,25 +16,39 @@ _FILE_MENTION = re.compile(
 )
 
 
-def _env_defaults(nodes: NodeIndex) -> dict[str, tuple[str | None, int]]:
-    """Environment variables a module reads (os.getenv, os.environ.get/[...], envs.py tables)."""
-    found: dict[str, tuple[str | None, int]] = {}
+@dataclass(frozen=True)
+class EnvRead:
+    """How a module reads one environment variable."""
+
+    default: str | None  # what it is when unset, as written; None: no default
+    line: int
+    via: tuple[str, ...] = ()  # variables read first in its place (a legacy name), outermost first
+    rank: int = 0  # 2 a read with a default, 1 an envs.py annotation, 0 a read without one
+
+
+def _env_defaults(nodes: NodeIndex) -> dict[str, EnvRead]:
+    """Environment variables a module reads (os.getenv, os.environ.get/[...], envs.py tables). The
+    read itself wins over envs.py's ``VLLM_X: int = 1`` annotation: only the read runs."""
+    found: dict[str, EnvRead] = {}
+
+    def keep(name: str, read: EnvRead) -> None:
+        if name not in found or found[name].rank < read.rank:
+            found[name] = read
+
     for node in nodes.of(ast.Call, ast.Subscript, ast.AnnAssign):
         if isinstance(node, ast.Call) and node.args and _is_env_call(node):
             name = node.args[0]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                default = _env_default(node.args[1]) if len(node.args) > 1 else None
-                if name.value not in found or found[name.value][0] is None:
-                    found[name.value] = (default, node.lineno)
+                default, via = _env_default(node.args[1]) if len(node.args) > 1 else (None, ())
+                keep(name.value, EnvRead(default, node.lineno, via, 2 if default is not None else 0))
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             base, key = node.value, node.slice
             if isinstance(base, ast.Attribute) and base.attr == "environ" and isinstance(key, ast.Constant):
-                found.setdefault(str(key.value), (None, node.lineno))
+                keep(str(key.value), EnvRead(None, node.lineno))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             name = node.target.id  # envs.py declares `VLLM_X: int = 1` under TYPE_CHECKING
             if name.startswith("VLLM_") and node.value is not None and _is_literal(node.value):
-                if name not in found or found[name][0] is None:
-                    found[name] = (ast.unparse(node.value), node.lineno)
+                keep(name, EnvRead(ast.unparse(node.value), node.lineno, rank=1))
     return found
 
 
@@ -44,26 +59,47 @@ def _is_env_call(node: ast.Call) -> bool:
     return _call_name(node) in ("getenv", "env_with_choices", "env_list_with_choices")
 
 
-def _env_default(node: ast.AST) -> str:
-    if isinstance(node, ast.Call) and _is_env_call(node) and len(node.args) > 1:
-        return _env_default(node.args[1])  # a fallback variable: its default is the default
-    return repr(node.value) if isinstance(node, ast.Constant) else ast.unparse(node)
+def _env_default(node: ast.AST) -> tuple[str | None, tuple[str, ...]]:
+    """A read's default argument: the literal it ends in, and the variables read on the way there
+    (``os.getenv("NEW", os.getenv("OLD", "1"))``: ``'1'`` via ``OLD``)."""
+    if isinstance(node, ast.Call) and _is_env_call(node) and node.args:
+        name = node.args[0]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            default, via = _env_default(node.args[1]) if len(node.args) > 1 else (None, ())
+            return default, (name.value, *via)
+    return (repr(node.value) if isinstance(node, ast.Constant) else ast.unparse(node)), ()
+
+
+def _shown_default(read: EnvRead) -> str | dict[str, str]:
+    """The default as a reader needs it: the fallback variables first, then the literal."""
+    shown: str | dict[str, str] = read.default if read.default is not None else both("env.no-default")
+    for name in reversed(read.via):
+        shown = both("env.fallback", name=name, default=shown)
+    return shown
+
+
+def _differ(old: EnvRead, new: EnvRead) -> bool:
+    """Different defaults, read the same way (an annotation's ``1`` is not a read's ``'1'``)."""
+    return old.rank == new.rank and (old.default, old.via) != (new.default, new.via)
 
 
 def _env_findings(views: list[_FileView]) -> list[Finding]:
-    new: dict[str, tuple[str | None, str, int]] = {}
+    new: dict[str, tuple[EnvRead, str]] = {}
     out = []
     for view in views:
         before, after = _env_defaults(view.pre_nodes), _env_defaults(view.post_nodes)
-        for name, (default, line) in after.items():
-            if name not in before:
-                if name not in new or (new[name][0] is None and default is not None):
-                    new[name] = (default, view.path, line)
-            elif before[name][0] != default and default is not None and before[name][0] is not None:
-                out.append(changed("default-changed", "medium", view, line, name, before[name][0], default))
-    for name, (default, path, line) in new.items():
-        shown = default if default is not None else both("env.no-default")
-        out.append(_finding("new-env-var", "medium", path, line, [], name=name, default=shown))
+        for name, read in after.items():
+            old = before.get(name)
+            if old is None:
+                if name not in new or new[name][0].rank < read.rank:
+                    new[name] = (read, view.path)
+            elif old.default is not None and read.default is not None and _differ(old, read):
+                shown_old, shown_new = _shown_default(old), _shown_default(read)
+                out.append(changed("default-changed", "medium", view, read.line, name, shown_old, shown_new))
+    for name, (read, path) in new.items():
+        out.append(
+            _finding("new-env-var", "medium", path, read.line, [], name=name, default=_shown_default(read))
+        )
     return out
 
 

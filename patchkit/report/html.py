@@ -19,11 +19,13 @@ from patchkit.errors import UserError
 from patchkit.guide import PRE_IMAGE_KINDS
 from patchkit.model import AuditResult, PatchAudit
 from patchkit.parse import parse_diff
-from patchkit.report.i18n import t
+from patchkit.report.i18n import localise, reason_texts, summary_text, t
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
 KNOWN_DETAIL_KEYS = {"findings", "commits", "tests", "reason", "rule"}
+APPLY_DETAIL_KEYS = {"alone", "alone_error", "in_series", "series_error", "needs", "needs_from", "files"}
+NEEDS_FROM = {"computed": "ui.apply.from.computed", "split.json": "ui.apply.from.split.json"}
 
 
 def environment() -> jinja2.Environment:
@@ -86,22 +88,53 @@ def _patch_view(number: int, pa: PatchAudit, lang: str) -> dict[str, Any]:
         "priority": guide.get("priority"),
         "order": guide.get("order", []),
         "follow_ups": guide.get("follow_ups", []),
-        "gates": [_gate_view(g) for g in pa.gates],
+        "reasons": reason_texts(pa, lang),
+        "gates": [_gate_view(g, lang) for g in pa.gates],
     }
 
 
-def _gate_view(gate) -> dict[str, Any]:
+def _gate_view(gate, lang: str) -> dict[str, Any]:
     details = gate.details or {}
-    extra = {k: v for k, v in details.items() if k not in KNOWN_DETAIL_KEYS}
+    known = KNOWN_DETAIL_KEYS | (APPLY_DETAIL_KEYS if gate.gate == "apply" else set())
+    extra = {k: v for k, v in details.items() if k not in known}
+    commits = details.get("commits") if isinstance(details.get("commits"), list) else []
     return {
         "gate": gate,
+        "summary": summary_text(gate, lang),
         "findings": details.get("findings") if isinstance(details.get("findings"), list) else [],
-        "commits": details.get("commits") if isinstance(details.get("commits"), list) else [],
+        "commits": [_commit_row(c, lang) for c in commits],
         "tests": details.get("tests") if isinstance(details.get("tests"), list) else [],
         "reason": details.get("reason"),
+        "apply": _apply_rows(details, lang) if gate.gate == "apply" else [],
         "rule": details.get("rule"),
         "extra": json.dumps(extra, indent=1, ensure_ascii=False, default=str) if extra else "",
     }
+
+
+def _apply_rows(details: dict[str, Any], lang: str) -> list[tuple[str, str]]:
+    """The apply gate's evidence as (label, value) rows in ``lang``; errors stay as recorded."""
+    rows = []
+    for side, error in (("alone", "alone_error"), ("in_series", "series_error")):
+        outcome = details.get(side)
+        if outcome in ("applies", "does not apply"):
+            value = t("ui.apply.applies" if outcome == "applies" else "ui.apply.fails", lang)
+            if details.get(error):
+                value += t("ui.apply.error_sep", lang) + str(details[error])
+            rows.append((t(f"ui.apply.{side}", lang), value))
+    needs = details.get("needs")
+    if isinstance(needs, list) and needs:
+        listed = t("list.sep", lang).join(map(str, needs))
+        how = NEEDS_FROM.get(str(details.get("needs_from")))
+        value = t("ui.apply.needs", lang, needs=listed, how=t(how, lang)) if how else listed
+        rows.append((t("ui.depends", lang), value))
+    return rows
+
+
+def _commit_row(row: Any, lang: str) -> Any:
+    """A DCO row with its reason in ``lang`` (the recorded English one when it cannot be rendered)."""
+    if not isinstance(row, dict) or not isinstance(row.get("reason_message"), dict):
+        return row
+    return dict(row, reason=localise(row["reason_message"], lang, str(row.get("reason") or "")))
 
 
 def _diff_files(prefix: str, pa: PatchAudit) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from patchkit.model import AuditResult, GateResult
-from patchkit.report.i18n import t
+from patchkit.report.i18n import reason_texts, summary_text, t
 
 
 def render_junit(result: AuditResult, lang: str = "en") -> str:
@@ -41,7 +41,8 @@ def render_junit(result: AuditResult, lang: str = "en") -> str:
                 {"name": gate.gate, "classname": f"{patch.patch}", "time": _seconds(gate.duration)},
             )
             _outcome(case, gate, lang)
-        ET.SubElement(suite, "system-out").text = f"verdict: {patch.verdict}; " + "; ".join(patch.reasons)
+        reasons = "; ".join(reason_texts(patch, lang))
+        ET.SubElement(suite, "system-out").text = f"verdict: {patch.verdict}; {reasons}"
         ET.SubElement(suite, "system-err").text = ""
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -49,10 +50,11 @@ def render_junit(result: AuditResult, lang: str = "en") -> str:
 
 def _outcome(case: ET.Element, gate: GateResult, lang: str) -> None:
     detail = json.dumps(gate.details, indent=1, ensure_ascii=False, default=str) if gate.details else ""
+    summary = summary_text(gate, lang)  # English unless --lang asks otherwise: CI logs grep it
     if gate.status == "failed":
-        ET.SubElement(case, "failure", {"message": gate.summary, "type": f"{gate.gate}-failed"}).text = detail
+        ET.SubElement(case, "failure", {"message": summary, "type": f"{gate.gate}-failed"}).text = detail
     elif gate.status in ("could-not-run", "skipped"):
-        reason = str(gate.details.get("reason") or gate.summary)
+        reason = str(gate.details.get("reason") or summary)
         key = "ui.junit.could_not_run" if gate.status == "could-not-run" else "ui.junit.skipped"
         ET.SubElement(case, "skipped", {"message": t(key, lang, reason=reason)})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from patchkit.model import AuditResult, PatchAudit
-from patchkit.report.i18n import t
+from patchkit.report.i18n import reason_texts, summary_text, t
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
 STATUS_ICON = {"passed": "✅", "failed": "❌", "could-not-run": "⚠️", "skipped": "⏭️"}
@@ -49,13 +49,15 @@ def _render(
     result: AuditResult, lang: str, evidence: bool, detailed: int, cut: list[str] | None = None
 ) -> str:
     counts = Counter(p.verdict for p in result.patches)
+    colon = t("punct.colon", lang)
+    pin = result.base.version or result.base.rev or result.base.path or "-"
     out = [
         f"## {t('ui.title', lang)} — {_verdict(result.verdict, lang)}",
         "",
         t("ui.counts", lang, ready=counts["ready"], needs=counts["needs-work"], blocked=counts["blocked"]),
         "",
-        f"{t('ui.base', lang)}: `{_cell(result.base.version or result.base.rev or result.base.path or '-')}`"
-        + (f" · {t('ui.created', lang)}: {_cell(result.created)}" if result.created else ""),
+        f"{t('ui.base', lang)}{colon}`{_cell(pin)}`"
+        + (f" · {t('ui.created', lang)}{colon}{_cell(result.created)}" if result.created else ""),
         "",
     ]
     if cut:
@@ -97,19 +99,21 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
         f" (+{added}/-{removed})</summary>",
         "",
     ]
-    out += [f"- {_cell(reason)}" for reason in p.reasons]
+    out += [f"- {_cell(reason)}" for reason in reason_texts(p, lang)]
+    colon = t("punct.colon", lang)
     for g in p.gates:
         out.append(
-            f"- {STATUS_ICON[g.status]} **{_cell(g.gate)}** {_word('ui.status', g.status, lang)}: "
-            f"{_cell(g.summary)}" + (f" ({t('ui.cached', lang)})" if g.cached else "")
+            f"- {STATUS_ICON[g.status]} **{_cell(g.gate)}** {_word('ui.status', g.status, lang)}{colon}"
+            f"{_cell(summary_text(g, lang))}" + (f" ({t('ui.cached', lang)})" if g.cached else "")
         )
     if p.depends_on:
-        out.append(f"- {t('ui.depends', lang)}: {', '.join(_cell(d) for d in p.depends_on)}")
+        depends = t("list.sep", lang).join(_cell(d) for d in p.depends_on)
+        out.append(f"- {t('ui.depends', lang)}{t('punct.colon', lang)}{depends}")
     priority = p.guide.get("priority")
     if priority:
         out += [
             "",
-            f"**{t('ui.priority', lang)}:** {_pick(priority['reason'], lang)}",
+            f"**{t('ui.priority', lang)}{t('punct.colon', lang).strip()}** {_pick(priority['reason'], lang)}",
         ]
     findings = p.guide.get("findings", [])
     if findings:

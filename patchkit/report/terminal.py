@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchkit.model import AuditResult
-from patchkit.report.i18n import t
+from patchkit.report.i18n import reason_texts, t
 
 STYLE = {
     "passed": "green",
@@ -52,3 +52,7 @@ def print_summary(result: AuditResult, lang: str, console: Console | None = None
             f"{len(findings)} ({high})",
         )
     console.print(table)
+    for p in result.patches:
+        if p.verdict != "ready":  # what a table cell cannot say: why
+            for reason in reason_texts(p, lang):
+                console.print(f"{p.patch}: {reason}", markup=False)
