@@ -205,3 +205,14 @@ def test_cached_results_carry_their_message(audited):
     assert gates and all(g.cached and g.message is not None for g in gates)
     text = render_markdown(again, "zh")
     assert "缺少作者的 Signed-off-by" in text and "lack the author" not in text
+
+
+def test_patchkit_own_ruff_findings_are_translated_ruffs_are_kept() -> None:
+    from patchkit.report.html import own_ruff_message
+
+    ours = {"code": "blank-line-at-eof", "message": "blank line at end of file"}
+    ruffs = {"code": "SIM102", "message": "Use a single `if` statement instead of nested `if` statements"}
+    assert own_ruff_message(ours, "zh") == "文件末尾有多余空行"
+    assert own_ruff_message(ours, "en") == "blank line at end of file"
+    assert own_ruff_message(ruffs, "zh") == ruffs["message"]
+    assert own_ruff_message("not a finding", "zh") == ""

@@ -11,6 +11,7 @@ import json
 import keyword
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
@@ -19,7 +20,7 @@ from patchkit.errors import UserError
 from patchkit.guide import PRE_IMAGE_KINDS
 from patchkit.model import AuditResult, PatchAudit
 from patchkit.parse import parse_diff
-from patchkit.report.i18n import localise, reason_texts, summary_text, t
+from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
@@ -45,6 +46,18 @@ def code_spans(text: str) -> list[tuple[bool, str]]:
     return [(i % 2 == 1, part) for i, part in enumerate(str(text).split("`")) if part]
 
 
+def own_ruff_message(finding: object, lang: str) -> str:
+    """A ruff-gate finding's message: patchkit's own whitespace checks in the report's language,
+    ruff's rule messages as ruff wrote them (tool output is evidence, not translated)."""
+    if not isinstance(finding, Mapping):
+        return ""
+    key = f"ruff.own.{finding.get('code')}"
+    if key in catalogue(lang if lang in LANGS else "en"):
+        return t(key, lang)
+    message = finding.get("message")
+    return message if isinstance(message, str) else ""
+
+
 def render_html(result: AuditResult, lang: str) -> str:
     patches = [_patch_view(i + 1, pa, lang) for i, pa in enumerate(result.patches)]
     counts = Counter(pa.verdict for pa in result.patches)
@@ -58,6 +71,7 @@ def render_html(result: AuditResult, lang: str) -> str:
             r=result,
             lang=lang,
             _=lambda key, **kw: t(key, lang, **kw),
+            own_ruff_message=own_ruff_message,
             patches=patches,
             domains=domains,
             counts=counts,
