@@ -11,10 +11,11 @@ only a *later* domain's added lines define (read from the lines: a block is a fr
 so strings and comments are stripped and imports, assignments, ``def``/``class``,
 ``for``/``with``/``except ... as`` and ``:=`` targets are recognised). Each candidate is then
 confirmed on the real intermediate state with ``symtable``: the name must be an undefined global
-there and not in the replay's own result. The defining statements move to the earlier domain (the
-whole change block when the definition rewrites base lines, so no patch carries half an edit),
-and the move is kept only if every state it touches still compiles. It repeats until nothing
-moves (moves only go to earlier domains, so it ends).
+there. The defining statement moves to the earlier domain (the whole change block when the
+definition rewrites base lines, or when the statement alone does not parse there, so no patch
+carries half an edit), and the move is kept only if the state then parses and binds the name. It
+repeats until nothing moves (moves only go to earlier domains, so it ends). The step check still
+parses every other state afterwards.
 
 It only ever changes which patch carries a line: the split stays lossless and the proof still
 checks it; what it cannot move, the ruff gate still reports per patch.
@@ -122,15 +123,13 @@ StateOf = Callable[[str, set[str]], "bytes | None"]  # (path, chosen domains) â†
 
 
 def follow_definitions(blocks: Sequence[_Block], order: list[str], state_of: StateOf,
-                       compiled: set[bytes] | None = None) -> list[str]:  # fmt: skip
+                       parsed: set[bytes] | None = None) -> list[str]:  # fmt: skip
     """Move definitions to the earliest domain that uses them; returns one note per move.
 
-    ``compiled`` collects the states this compiled without error (the step check need not again).
-
     ``state_of(path, chosen)`` gives a file with only the ``chosen`` domains' lines applied. A
-    candidate found in the lines is confirmed on that state (the name is an undefined global there
-    and not in the whole replay's result), and a move is kept only if every state it changes still
-    compiles; otherwise it is undone and the name left to the ruff gate.
+    candidate found in the lines is confirmed on the user's state (the name is an undefined global
+    there), and a move is kept only if that state then parses and binds the name; otherwise it is
+    undone and the name left to the ruff gate. ``parsed`` collects the states found to parse.
     """
     rank = {name: i for i, name in enumerate(order)}
     notes: list[str] = []
@@ -141,7 +140,9 @@ def follow_definitions(blocks: Sequence[_Block], order: list[str], state_of: Sta
     for path, file_blocks in by_file.items():
         if len({v.domain for b in file_blocks for v in b.old_domains + b.new_domains}) < 2:
             continue
-        analysis = _Analysis(path, file_blocks, order, state_of, compiled if compiled is not None else set())
+        analysis = _Analysis(path, file_blocks, order, state_of)
+        if parsed is not None:
+            analysis.parsed = parsed
         tried: set[tuple[str, str]] = set()
         while (found := analysis.next_move(rank, tried)) is not None:
             notes.append(found)
@@ -149,24 +150,18 @@ def follow_definitions(blocks: Sequence[_Block], order: list[str], state_of: Sta
 
 
 class _Analysis:
-    def __init__(self, path: str, blocks: list[_Block], order: list[str], state_of: StateOf,
-                 compiled: set[bytes]) -> None:  # fmt: skip
+    def __init__(self, path: str, blocks: list[_Block], order: list[str], state_of: StateOf) -> None:
         self.path, self.blocks, self.order, self.state_of = path, blocks, order, state_of
-        self.compiled = compiled
         self._undefined: dict[bytes, set[str] | None] = {}
-        self._final: set[str] | None = None
-
-    @property
-    def final_undefined(self) -> set[str]:
-        if self._final is None:
-            self._final = self.undefined(self.state_of(self.path, set(self.order))) or set()
-        return self._final
+        self.parsed: set[bytes] = set()
 
     def undefined(self, source: bytes | None) -> set[str] | None:
         if source is None:
             return set()
         if source not in self._undefined:
             self._undefined[source] = undefined_globals(source)
+            if self._undefined[source] is not None:
+                self.parsed.add(source)
         return self._undefined[source]
 
     def state_after(self, k: int) -> bytes | None:
@@ -178,41 +173,19 @@ class _Analysis:
                 continue
             tried.add((name, user))
             missing = self.undefined(self.state_after(rank[user]))
-            if missing is None or name not in missing or name in self.final_undefined:
+            if missing is None or name not in missing:
                 continue
-            last = max(rank[d] for *_, d in sites)
             for whole in (False, True):
                 saved = [(b, list(b.old_domains), list(b.new_domains)) for b in self.blocks]
                 _move(name, user, sites, whole)
-                if self._compiles(rank[user], last):
+                # kept when the user's state now parses and binds the name
+                missing = self.undefined(self.state_after(rank[user]))
+                if missing is not None and name not in missing:
                     owners = ", ".join(sorted({d for *_, d in sites}))
                     return f"{self.path}: {name!r} is defined by {owners}, now by {user}, which uses it first"
                 for block, old, new in saved:
                     block.old_domains[:], block.new_domains[:] = old, new
         return None
-
-    def _compiles(self, first: int, last: int) -> bool:
-        """Do the states after domains first..last-1 compile? (From ``last`` on, the moved lines
-        were there before the move too; states that repeat are compiled once.)"""
-        seen: set[bytes] = set()
-        for k in range(first, last):
-            state = self.state_after(k)
-            if state is None or state in seen or state in self.compiled:
-                continue
-            seen.add(state)
-            try:
-                _compile(state)
-            except (SyntaxError, ValueError):
-                return False
-            self.compiled.add(state)
-        return True
-
-
-def _compile(source: bytes | None) -> None:
-    if source is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(source, "<state>", "exec", dont_inherit=True)
 
 
 _MODULE_NAMES = {

@@ -47,6 +47,8 @@ class FileState:
     origins: list[Origin] = field(default_factory=list)
     removed_by: dict[int, int] = field(default_factory=dict)  # base line → commit index
     commits: list[int] = field(default_factory=list)
+    base_lines: list[str] = field(default_factory=list, repr=False)  # ``base`` split, kept
+    post_lines: list[str] = field(default_factory=list, repr=False)  # ``post`` split, kept
 
 
 @dataclass
@@ -98,7 +100,9 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
         if path not in states:
             data = base.read(path)
             st = FileState(path, data, base.mode(path), data, base.mode(path))
-            st.origins = [(None, i) for i in range(len(split_lines(data)))] if data else []
+            st.base_lines = split_lines(data) if data else []
+            st.post_lines = list(st.base_lines)
+            st.origins = [(None, i) for i in range(len(st.base_lines))]
             states[path] = st
         return states[path]
 
@@ -114,7 +118,7 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
                 raise UserError(f"{old_path} does not exist at this point of the replay", fp.source)
             if source is None and target is not None and target.post is not None:
                 raise UserError(f"{new_path} is created but already exists", fp.source)
-            lines = split_lines(source.post) if source and source.post else []
+            lines = source.post_lines if source and source.post else []
             origins = source.origins if source else []
             try:
                 plan = splice_plan(lines, fp.hunks, old_path or new_path or "")
@@ -122,10 +126,12 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
                 raise UserError(f"replay does not apply: {exc}", fp.source) from exc
             new_lines, new_origins = _splice(lines, origins, plan, fp.hunks, index, source)
             if source is not None and source is not target:
-                source.post, source.origins = None, []
+                source.post, source.origins, source.post_lines = None, [], []
                 _touch(source, index)
             if target is not None:
                 target.post = "".join(new_lines).encode("utf-8", errors="surrogateescape")
+                regular = b"\r" not in target.post and all(ln.endswith("\n") for ln in new_lines[:-1])
+                target.post_lines = new_lines if regular else split_lines(target.post)
                 target.origins = new_origins
                 if fp.new_mode:
                     target.post_mode = (
@@ -180,8 +186,8 @@ def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path)
     blocks: list[Block] = []
     for fp in diff:
         state = states[fp.path]
-        post_lines = split_lines(state.post) if state.post else []
-        base_lines = split_lines(state.base) if state.base else []
+        post_lines = state.post_lines if state.post else []
+        base_lines = state.base_lines
         for hunk in fp.hunks:
             old, new = hunk_sides(hunk)
             changed_lines = [ln for ln in hunk.lines if ln[:1] in "+-"]
@@ -298,19 +304,14 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         for block in blocks:
             by_file.setdefault(block.path, []).append(block)
 
-        base_lines_of: dict[str, list[str]] = {}
-
         def lines_of(path: str) -> list[str]:
-            if path not in base_lines_of:
-                base = states[path].base
-                base_lines_of[path] = split_lines(base) if base else []
-            return base_lines_of[path]
+            return states[path].base_lines
 
         def state_of(path: str, chosen: set[str]) -> bytes | None:
             return compose(states[path], by_file[path], chosen, lines_of(path))[0]
 
-        compiled: set[bytes] = set()  # states known to compile: the step check skips them
-        if follow_definitions(blocks, order, state_of, compiled):
+        parsed: set[bytes] = set()  # states the name analysis parsed: the step check skips them
+        if follow_definitions(blocks, order, state_of, parsed):
             order = [d.name for d in domains if any(d.name in b.domains() for b in blocks)]
         steps = []
         per_step: dict[int, list[FilePatch]] = {}
@@ -333,7 +334,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                     continue
                 if fp is not None:
                     per_step.setdefault(k, []).append(fp)
-        checks = start(steps, order, {path: st.post for path, st in states.items()}, compiled)
+        checks = start(steps, order, {path: st.post for path, st in states.items()}, parsed)
         if by_git:
             for fp in _diff_pairs(by_git, work / "steps", context=3):
                 k, _, _ = fp.path.partition("/")

@@ -169,15 +169,16 @@ def _emit(op: str, lines: list[str]) -> list[str]:
     return out
 
 
+_FUNC_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$")
+
+
 def _function_line(lines: list[str], start: int, limit: int) -> str | None:
     """git's default hunk-header function line: the nearest line above the hunk, back to where the
     previous hunk's search began, that starts with a letter, '_' or '$' (first 80 bytes, trailing
     whitespace dropped); None when there is none and the previous header carries over."""
     for index in range(start, limit, -1):
-        line = lines[index]
-        first = line[:1]
-        if first and (first.isascii() and first.isalpha() or first in "_$"):
-            raw = line.encode("utf-8", errors="surrogateescape")[:80].rstrip(b" \t\n\v\f\r")
+        if lines[index][:1] in _FUNC_START:
+            raw = lines[index].encode("utf-8", errors="surrogateescape")[:80].rstrip(b" \t\n\v\f\r")
             return raw.decode("utf-8", errors="surrogateescape")
     return None
 

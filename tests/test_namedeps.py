@@ -101,3 +101,18 @@ def test_line_analysis_and_undefined_globals() -> None:
     assert undefined_globals(source) == {"req"}
     assert undefined_globals(b"from x import *\nprint(y)\n") is None
     assert undefined_globals(b"def (:\n") is None
+
+
+def test_a_statement_that_does_not_parse_alone_moves_with_its_whole_block(tmp_path: Path) -> None:
+    base = "import json\n\n\ndef serve(args):\n    n = 0\n    total = 1\n    more = 2\n"
+    base += "    return json.dumps(args)\n"
+    final = base.replace("    n = 0\n", "    if args:\n        extra = len(args)\n    n = 0\n").replace(
+        "    return json.dumps(args)\n", "    return json.dumps(args) + str(extra if TOOL_FIX else 0)\n"
+    )
+    result, files = _split(tmp_path, base, final)
+    tools_only = _state(base, files["tools"])
+    # 'extra = len(args)' alone would sit under 'def' without its 'if': the whole block moved
+    assert "    if args:\n        extra = len(args)\n" in tools_only
+    compile(tools_only, "m.py", "exec")
+    assert undefined_globals(tools_only.encode()) == {"TOOL_FIX"}
+    assert "serving" not in files
