@@ -248,16 +248,14 @@ def _known(commits: list[int | None]) -> list[int]:
     return sorted({c for c in commits if c is not None})
 
 
-def compose(state: FileState, blocks: list[Block], chosen: set[str], lines: list[str] | None = None) -> Side:
-    """File content and mode with only the ``chosen`` domains' changes applied to the base
-    (``lines``: the base split into lines, when the caller has them already)."""
+def compose(state: FileState, blocks: list[Block], chosen: set[str]) -> Side:
+    """File content and mode with only the ``chosen`` domains' changes applied to the base."""
     present = {d for b in blocks for d in b.domains()}
     if state.base is None and not present & chosen:
         return None, None
     if state.post is None and present <= chosen:
         return None, None
-    if lines is None:
-        lines = split_lines(state.base) if state.base else []
+    lines = state.base_lines
     out: list[str] = []
     pos = 0
     for block in sorted(blocks, key=lambda b: b.old_index):
@@ -304,11 +302,8 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         for block in blocks:
             by_file.setdefault(block.path, []).append(block)
 
-        def lines_of(path: str) -> list[str]:
-            return states[path].base_lines
-
         def state_of(path: str, chosen: set[str]) -> bytes | None:
-            return compose(states[path], by_file[path], chosen, lines_of(path))[0]
+            return compose(states[path], by_file[path], chosen)[0]
 
         parsed: set[bytes] = set()  # states the name analysis parsed: the step check skips them
         if follow_definitions(blocks, order, state_of, parsed):
@@ -323,12 +318,10 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                 if not any(name in b.domains() for b in file_blocks):
                     continue
                 state = states[path]
-                base_lines = lines_of(path)
-                old = compose(state, file_blocks, before, base_lines)
-                new = compose(state, file_blocks, after, base_lines)
+                old, new = compose(state, file_blocks, before), compose(state, file_blocks, after)
                 steps.append((f"{k:04d}/{path}", old, new))
                 try:
-                    fp = step_file_patch(path, base_lines, file_blocks, name, before, old, new)
+                    fp = step_file_patch(path, state.base_lines, file_blocks, name, before, old, new)
                 except NotRepresentable:
                     by_git.append(steps[-1])
                     continue
