@@ -153,6 +153,7 @@ class _Analysis:
     def __init__(self, path: str, blocks: list[_Block], order: list[str], state_of: StateOf) -> None:
         self.path, self.blocks, self.order, self.state_of = path, blocks, order, state_of
         self._undefined: dict[bytes, set[str] | None] = {}
+        self._facts: list[_Fact] | None = None
         self.parsed: set[bytes] = set()
 
     def undefined(self, source: bytes | None) -> set[str] | None:
@@ -168,7 +169,9 @@ class _Analysis:
         return self.state_of(self.path, set(self.order[: k + 1]))
 
     def next_move(self, rank: dict[str, int], tried: set[tuple[str, str]]) -> str | None:
-        for name, user, sites in _candidates(self.blocks, rank):
+        if self._facts is None:
+            self._facts = _line_facts(self.blocks)
+        for name, user, sites in _candidates(self._facts, rank):
             if (name, user) in tried:
                 continue
             tried.add((name, user))
@@ -220,23 +223,35 @@ def undefined_globals(source: bytes) -> set[str] | None:
     return read - bound - _KNOWN - _MODULE_NAMES
 
 
-def _candidates(blocks: list[_Block], rank: dict[str, int]):
-    """(name, user, sites): a name the user's added lines read that only later domains define."""
-    defs: dict[str, list[tuple[_Block, int, int, str]]] = {}  # name → (block, start, stop, domain)
-    uses: dict[str, set[str]] = {}  # domain → names its added lines use
+_Fact = tuple["_Block", int, int, int, set[str], set[str]]  # block, statement span, line, uses, defines
+
+
+def _line_facts(blocks: list[_Block]) -> list[_Fact]:
+    """What each added line uses and defines, read once: moves change domains, not lines."""
+    facts: list[_Fact] = []
     for block in blocks:
         in_import = False
         for start, stop in statements(block.new):
             for i in range(start, stop):
-                line, domain = block.new[i], block.new_domains[i].domain
-                uses.setdefault(domain, set()).update(used_names(line))
-                for name in defined_names(line, in_import):
-                    defs.setdefault(name, []).append((block, start, stop, domain))
+                line = block.new[i]
+                facts.append((block, start, stop, i, used_names(line), defined_names(line, in_import)))
                 code = code_of(line)
                 if _FROM.match(code) and "(" in code and ")" not in code:
                     in_import = True
                 elif in_import and ")" in code:
                     in_import = False
+    return facts
+
+
+def _candidates(facts: list[_Fact], rank: dict[str, int]):
+    """(name, user, sites): a name the user's added lines read that only later domains define."""
+    defs: dict[str, list[tuple[_Block, int, int, str]]] = {}  # name → (block, start, stop, domain)
+    uses: dict[str, set[str]] = {}  # domain → names its added lines use
+    for block, start, stop, i, used, defined in facts:
+        domain = block.new_domains[i].domain
+        uses.setdefault(domain, set()).update(used)
+        for name in defined:
+            defs.setdefault(name, []).append((block, start, stop, domain))
     found = []
     for user in sorted(uses, key=lambda d: rank.get(d, len(rank))):
         for name in sorted(uses[user]):
