@@ -61,7 +61,10 @@ def code_of(line: str) -> str:
 
 
 def used_names(line: str) -> set[str]:
-    code = code_of(line)
+    return _used(code_of(line))
+
+
+def _used(code: str) -> set[str]:
     if _IMPORT.match(code) or _FROM.match(code) or _DEF.match(code):
         return set()
     return {n for n in _IDENT.findall(code) if n not in _KNOWN}
@@ -69,7 +72,10 @@ def used_names(line: str) -> set[str]:
 
 def defined_names(line: str, in_import: bool = False) -> set[str]:
     """Names a line binds; ``in_import``: the line continues a parenthesised ``from x import (``."""
-    code = code_of(line)
+    return _defined(code_of(line), in_import)
+
+
+def _defined(code: str, in_import: bool) -> set[str]:
     if in_import:
         return _import_list(code)
     if m := _FROM.match(code):
@@ -104,12 +110,13 @@ def _import_list(text: str) -> set[str]:
     return {n for n in names if n.isidentifier()}
 
 
-def statements(lines: Sequence[str]) -> list[tuple[int, int]]:
-    """(start, stop) of each logical statement in consecutive lines, by bracket depth and ``\\``."""
+def statements(lines: Sequence[str], codes: Sequence[str] | None = None) -> list[tuple[int, int]]:
+    """(start, stop) of each logical statement in consecutive lines, by bracket depth and ``\\``
+    (``codes``: the lines already through ``code_of``)."""
     spans = []
     start, depth = 0, 0
     for i, line in enumerate(lines):
-        code = code_of(line)
+        code = codes[i] if codes is not None else code_of(line)
         depth = max(depth + sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}"), 0)
         if depth == 0 and not code.rstrip().endswith("\\"):
             spans.append((start, i + 1))
@@ -231,11 +238,11 @@ def _line_facts(blocks: list[_Block]) -> list[_Fact]:
     facts: list[_Fact] = []
     for block in blocks:
         in_import = False
-        for start, stop in statements(block.new):
+        codes = [code_of(line) for line in block.new]
+        for start, stop in statements(block.new, codes):
             for i in range(start, stop):
-                line = block.new[i]
-                facts.append((block, start, stop, i, used_names(line), defined_names(line, in_import)))
-                code = code_of(line)
+                code = codes[i]
+                facts.append((block, start, stop, i, _used(code), _defined(code, in_import)))
                 if _FROM.match(code) and "(" in code and ")" not in code:
                     in_import = True
                 elif in_import and ")" in code:

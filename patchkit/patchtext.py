@@ -103,6 +103,10 @@ def join_lines(lines: list[str]) -> bytes:
 
 def hunk_sides(hunk: Hunk) -> tuple[list[str], list[str]]:
     """The hunk's old and new lines with terminators, honouring 'No newline at end of file'."""
+    lines = hunk.lines
+    if not any(line.startswith("\\") for line in lines):  # the common case, in comprehensions
+        old_lines = [line[1:] + "\n" for line in lines if line.startswith((" ", "-"))]
+        return old_lines, [line[1:] + "\n" for line in lines if line.startswith((" ", "+"))]
     old: list[str] = []
     new: list[str] = []
     last: list[list[str]] = []
