@@ -160,7 +160,7 @@ class _Analysis:
     def __init__(self, path: str, blocks: list[_Block], order: list[str], state_of: StateOf) -> None:
         self.path, self.blocks, self.order, self.state_of = path, blocks, order, state_of
         self._undefined: dict[bytes, set[str] | None] = {}
-        self._facts: list[_Fact] | None = None
+        self._facts: list[_Line] | None = None
         self.parsed: set[bytes] = set()
 
     def undefined(self, source: bytes | None) -> set[str] | None:
@@ -230,41 +230,74 @@ def undefined_globals(source: bytes) -> set[str] | None:
     return read - bound - _KNOWN - _MODULE_NAMES
 
 
-_Fact = tuple["_Block", int, int, int, set[str], set[str]]  # block, statement span, line, uses, defines
+class _Line:
+    """One added line: where it is, its code, and what it uses and defines (read when asked)."""
+
+    __slots__ = ("block", "start", "stop", "index", "code", "in_import", "_used", "_defined")
+
+    def __init__(self, block: _Block, start: int, stop: int, index: int, code: str, in_import: bool):
+        self.block, self.start, self.stop, self.index = block, start, stop, index
+        self.code, self.in_import = code, in_import
+        self._used: set[str] | None = None
+        self._defined: set[str] | None = None
+
+    @property
+    def domain(self) -> str:
+        return self.block.new_domains[self.index].domain
+
+    def used(self) -> set[str]:
+        if self._used is None:
+            self._used = _used(self.code)
+        return self._used
+
+    def defined(self) -> set[str]:
+        if self._defined is None:
+            self._defined = _defined(self.code, self.in_import)
+        return self._defined
 
 
-def _line_facts(blocks: list[_Block]) -> list[_Fact]:
-    """What each added line uses and defines, read once: moves change domains, not lines."""
-    facts: list[_Fact] = []
+def _line_facts(blocks: list[_Block]) -> list[_Line]:
+    """Each added line with its code; moves change domains, not lines, so this is read once."""
+    facts: list[_Line] = []
     for block in blocks:
         in_import = False
         codes = [code_of(line) for line in block.new]
         for start, stop in statements(block.new, codes):
             for i in range(start, stop):
                 code = codes[i]
-                facts.append((block, start, stop, i, _used(code), _defined(code, in_import)))
-                if _FROM.match(code) and "(" in code and ")" not in code:
+                facts.append(_Line(block, start, stop, i, code, in_import))
+                if "import" in code and _FROM.match(code) and "(" in code and ")" not in code:
                     in_import = True
                 elif in_import and ")" in code:
                     in_import = False
     return facts
 
 
-def _candidates(facts: list[_Fact], rank: dict[str, int]):
-    """(name, user, sites): a name the user's added lines read that only later domains define."""
+def _candidates(facts: list[_Line], rank: dict[str, int]):
+    """(name, user, sites): a name the user's added lines read that only later domains define.
+
+    Only what can matter is read: no line of the file's last domain can use a later definition,
+    and the first domain's definitions are read only when there is a candidate to rule out."""
+    domains = [line.domain for line in facts]
+    ranks = [rank.get(d, len(rank)) for d in domains]
+    first, last = min(ranks, default=0), max(ranks, default=0)
     defs: dict[str, list[tuple[_Block, int, int, str]]] = {}  # name → (block, start, stop, domain)
     uses: dict[str, set[str]] = {}  # domain → names its added lines use
-    for block, start, stop, i, used, defined in facts:
-        domain = block.new_domains[i].domain
-        uses.setdefault(domain, set()).update(used)
-        for name in defined:
-            defs.setdefault(name, []).append((block, start, stop, domain))
+    for line, domain, r in zip(facts, domains, ranks):
+        if r < last:
+            uses.setdefault(domain, set()).update(line.used())
+        if r > first:
+            for name in line.defined():
+                defs.setdefault(name, []).append((line.block, line.start, line.stop, domain))
     found = []
     for user in sorted(uses, key=lambda d: rank.get(d, len(rank))):
         for name in sorted(uses[user]):
             sites = defs.get(name, [])
             if sites and all(rank[d] > rank[user] for *_, d in sites):
                 found.append((name, user, sites))
+    if found:  # a first-domain line that defines the name defines it in time for everyone
+        early = set().union(*(line.defined() for line, r in zip(facts, ranks) if r == first))
+        found = [item for item in found if item[0] not in early]
     return found
 
 

@@ -100,8 +100,9 @@ def _address(name: str, mail: str) -> str:
 
 
 def write_series(out: Path, series: Series, texts: dict[str, str],
-                 overlays: dict[str, Overlay] | None = None) -> list[Path]:  # fmt: skip
-    """Write every patch and overlay, the ``series`` file and ``split.json``; drop stale files of ours.
+                 overlays: dict[str, Overlay] | None = None, record: bool = True) -> list[Path]:  # fmt: skip
+    """Write every patch and overlay, the ``series`` file and (``record``) ``split.json``; drop
+    stale files of ours.
 
     ``overlays`` maps each name in a patch's ``overlays`` (``overlays/<stem>.toml``) to its overlay;
     a patch left with no diff of its own is not written: its overlays stand in its place."""
@@ -129,10 +130,36 @@ def write_series(out: Path, series: Series, texts: dict[str, str],
             written += write_overlay(out / OVERLAY_DIR, Path(name).stem, overlays[name])
             lines.append(f"{OVERLAY_KEYWORD} {name}\n")
     (out / SERIES_FILE).write_text("".join(lines))
-    (out / SPLIT_JSON).write_text(
-        json.dumps(series_record(series), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    if record:
+        (out / SPLIT_JSON).write_text(record_json(series_record(series)), encoding="utf-8")
     return written
+
+
+def record_json(record: object) -> str:
+    """JSON laid out for reading: nested structure indented, each flat object (a hunk, an
+    assignment, a trailer) on one line. Flat parts go through json's C encoder; with ``indent``
+    everything would take the pure-Python path, seconds for a large replay."""
+    return _layout(record, 0) + "\n"
+
+
+def _flat(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(not isinstance(v, (dict, list)) or (isinstance(v, list) and all(
+            not isinstance(x, (dict, list)) for x in v)) for v in value.values())  # fmt: skip
+    return not isinstance(value, list) or all(not isinstance(x, (dict, list)) for x in value)
+
+
+def _layout(value: object, depth: int) -> str:
+    if _flat(value) or not value:
+        return json.dumps(value, ensure_ascii=False)
+    pad, inner = " " * depth, " " * (depth + 1)
+    if isinstance(value, dict):
+        items = [
+            f"{inner}{json.dumps(k, ensure_ascii=False)}: {_layout(v, depth + 1)}" for k, v in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    items = [f"{inner}{_layout(v, depth + 1)}" for v in value]  # type: ignore[union-attr]
+    return "[\n" + ",\n".join(items) + f"\n{pad}]"
 
 
 def series_record(series: Series) -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from patchkit.domains import load_rules
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.model import Pin
 from patchkit.parse import parse_files
-from patchkit.seriesio import SPLIT_JSON, load_entries, series_record, write_series
+from patchkit.seriesio import SPLIT_JSON, load_entries, record_json, series_record, write_series
 from patchkit.split import compute_dependencies, split_replay
 from patchkit.verify import prove
 
@@ -46,12 +45,12 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold, background_checks=True)
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
-        write_series(out, result.series, result.texts, result.overlays)
+        write_series(out, result.series, result.texts, result.overlays, record=False)  # written below
         proof = prove(tree, load_entries(out), result.states)
     finally:
         result.finish()
     result.series.proof = proof.to_dict()
-    record = json.dumps(series_record(result.series), indent=1, ensure_ascii=False) + "\n"
+    record = record_json(series_record(result.series))
     (out / SPLIT_JSON).write_text(record, encoding="utf-8")
     if json_out is not None:
         json_out.write_text(record, encoding="utf-8")
