@@ -331,6 +331,7 @@ def _guide(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], trees: Trees,
     except ImportError:
         return {}
     sources = sorted(Path(guide.__file__).parent.glob("*.py"))  # every module of the package
+    sources += sorted((Path(guide.__file__).parent.parent / "report" / "i18n").glob("*.json"))  # its texts
     version = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
     key = gate_key("guide", patch, earlier, base_hash, version)
     if use_cache and (hit := store.get_json("audit-guide", key)) is not None:

@@ -79,6 +79,19 @@ MOD = "vllm/mod.py"
         ("hard-coded-path", "x = 1\n", "LOG = open('logs/x.txt', 'a')\n", False),
         ("magic-number", "x = 1\n", "def f(n):\n    return min(n, 1536)\n", True),
         ("magic-number", "x = 1\n", "POOL_SIZE = 1536\n\ndef f(n):\n    return min(n, 99)\n", False),
+        (
+            "env-set-at-runtime",
+            "import os\n\ndef serve(args):\n    pass\n",
+            "import os\n\ndef serve(args):\n    os.environ['VLLM_QWEN3X_TOOL_FIX'] = '1'\n",
+            True,
+        ),
+        ("env-set-at-runtime", "import os\n", "import os\nos.environ.setdefault('VLLM_A', '0')\n", True),
+        (
+            "env-set-at-runtime",
+            "import os\n",
+            "import os\nv = os.environ['VLLM_A']\nd = {}\nd['VLLM_A'] = '1'\n",
+            False,
+        ),
     ],
 )
 def test_file_kinds(kind, old, new, expect):
@@ -202,3 +215,14 @@ def test_priority_order_and_follow_ups():
     assert any("X" in f["en"] for f in result["follow_ups"])
     calm = guide({"vllm/entrypoints/x.py": ("x = 1\n", "x = 2\n"), "tests/test_x.py": ("", "y = 1\n")})
     assert calm["priority"]["level"] == "skim" and calm["priority"]["reason"]["zh"].startswith("可快速浏览")
+
+
+def test_env_set_at_runtime_names_the_variable_and_value_in_both_languages():
+    new = "import os\n\ndef validate(args):\n    if args.tool_call_parser:\n"
+    new += "        os.environ['VLLM_X'] = '1'\n"
+    [finding] = only(
+        guide({MOD: ("import os\n\ndef validate(args):\n    pass\n", new)}), "env-set-at-runtime"
+    )
+    assert finding["line"] == 5 and finding["severity"] == "medium"
+    assert "`VLLM_X`" in finding["message"]["en"] and "'1'" in finding["message"]["en"]
+    assert "`VLLM_X`" in finding["message"]["zh"] and "运行时" in finding["message"]["zh"]
