@@ -142,11 +142,15 @@ def record_json(record: object) -> str:
     return _layout(record, 0) + "\n"
 
 
+def _scalar(value: object) -> bool:
+    return not isinstance(value, (dict, list))
+
+
 def _flat(value: object) -> bool:
+    """A scalar, a list of scalars, or a dict whose values are those."""
     if isinstance(value, dict):
-        return all(not isinstance(v, (dict, list)) or (isinstance(v, list) and all(
-            not isinstance(x, (dict, list)) for x in v)) for v in value.values())  # fmt: skip
-    return not isinstance(value, list) or all(not isinstance(x, (dict, list)) for x in value)
+        return all(_scalar(v) or (isinstance(v, list) and all(map(_scalar, v))) for v in value.values())
+    return _scalar(value) or all(map(_scalar, value))  # type: ignore[arg-type]
 
 
 def _layout(value: object, depth: int) -> str:

@@ -311,9 +311,10 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         steps = []
         per_step: dict[int, list[FilePatch]] = {}
         by_git: list[tuple[str, Side, Side]] = []  # the rare steps stepdiff cannot write
+        paths = sorted(by_file, key=lambda p: p.split("/"))  # git's order: directory by directory
         for k, name in enumerate(order):
             before, after = set(order[:k]), set(order[: k + 1])
-            for path in sorted(by_file, key=lambda p: p.split("/")):  # git's order: dir by dir
+            for path in paths:
                 file_blocks = by_file[path]
                 if not any(name in b.domains() for b in file_blocks):
                     continue

@@ -14,10 +14,10 @@ the patches read as ``git diff`` output and ``git apply`` takes them.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Protocol
 
+from patchkit import git
 from patchkit.model import FilePatch, Hunk
 
 Side = tuple[bytes | None, str | None]
@@ -108,7 +108,7 @@ def step_file_patch(path: str, base_lines: list[str], blocks: list[_Block], name
 def _blob_id(data: bytes | None) -> str | None:
     if data is None:  # rendered as 0000000, as git writes it
         return None
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()[:7]
+    return git.blob_id(data)[:7]
 
 
 def _hunks(old_lines: list[str], runs: list[_Run], context: int) -> list[Hunk]:
