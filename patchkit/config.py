@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchkit.base.pin import pin_problem
 from patchkit.errors import UserError
 from patchkit.model import Pin
-from patchkit.pin import pin_problem
 
 CONFIG_NAME = "patchkit.toml"
 KNOWN_GATES = ("apply", "ruff", "dco", "tests")

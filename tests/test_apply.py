@@ -144,7 +144,7 @@ def test_path_escapes_are_refused(tmp_path: Path, path: str) -> None:
 
 
 def test_absolute_path_refused() -> None:
-    from patchkit.apply import Target, safe_path
+    from patchkit.apply.plan import Target, safe_path
     from patchkit.errors import UserError
 
     target = Target("checkout", Path("/tmp/x"), Path("/tmp/x/.patchkit"))

@@ -5,7 +5,7 @@ import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 from typer.testing import CliRunner
 
-from patchkit.audit import in_shard, merge_results, parse_shard, patch_verdict, worst
+from patchkit.audit.engine import in_shard, merge_results, parse_shard, patch_verdict, worst
 from patchkit.cli import app
 from patchkit.errors import UserError
 from patchkit.model import AuditResult, GateResult, PatchAudit, Pin

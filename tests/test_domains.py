@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from patchkit.domains import Classifier, glob_regex, load_rules, parse_rules, path_matches
 from patchkit.errors import UserError
+from patchkit.split.rules import Classifier, glob_regex, load_rules, parse_rules, path_matches
 
 RULES = """
 [[domain]]

@@ -1,9 +1,9 @@
 from fixtures.audit.builder import fake_base, file_diff
 
-from patchkit.basetree import BaseTree
-from patchkit.gates import PatchUnderAudit
-from patchkit.gates.apply import apply_gate, needed_patches, series_states
-from patchkit.parse import parse_text
+from patchkit.audit.gates import PatchUnderAudit
+from patchkit.audit.gates.apply import apply_gate, needed_patches, series_states
+from patchkit.base.tree import BaseTree
+from patchkit.diff.parse import parse_text
 
 CALC = (fake_base.__globals__["FAKE_TREE"] / "vllm" / "calc.py").read_text()
 

@@ -1,10 +1,10 @@
 import pytest
 from fixtures.audit.builder import file_diff, patch_text
 
-from patchkit.gates import PatchUnderAudit
-from patchkit.gates.dco import check_commit, dco_gate, identity
+from patchkit.audit.gates import PatchUnderAudit
+from patchkit.audit.gates.dco import check_commit, dco_gate, identity
+from patchkit.diff.parse import parse_text, parse_trailers
 from patchkit.model import Commit, Trailer
-from patchkit.parse import parse_text, parse_trailers
 from patchkit.report.i18n import message_text
 
 

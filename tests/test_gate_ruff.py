@@ -3,10 +3,10 @@ import shutil
 import pytest
 from fixtures.audit.builder import fake_base, file_diff
 
-from patchkit.basetree import BaseTree
-from patchkit.gates import PatchUnderAudit, Trees, apply_files
-from patchkit.gates.ruff import added_findings, ruff_gate
-from patchkit.parse import parse_text
+from patchkit.audit.gates import PatchUnderAudit, Trees, apply_files
+from patchkit.audit.gates.ruff import added_findings, ruff_gate
+from patchkit.base.tree import BaseTree
+from patchkit.diff.parse import parse_text
 
 needs_ruff = pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
 
@@ -51,7 +51,7 @@ def test_target_config_is_used(tmp_path):
 
 
 def test_whitespace_and_blank_line_at_eof(tmp_path, monkeypatch):
-    monkeypatch.setattr("patchkit.gates.ruff.ruff_command", lambda: None)
+    monkeypatch.setattr("patchkit.audit.gates.ruff.ruff_command", lambda: None)
     result = _gate(tmp_path, "a = 1\n", "a = 1\nb = 2  \n\n", path="vllm/data.txt")
     codes = sorted((f["code"], f["line"]) for f in result.details["findings"])
     assert codes == [("blank-line-at-eof", 3), ("trailing-whitespace", 2)]
@@ -59,7 +59,7 @@ def test_whitespace_and_blank_line_at_eof(tmp_path, monkeypatch):
 
 
 def test_no_ruff_is_could_not_run(tmp_path, monkeypatch):
-    monkeypatch.setattr("patchkit.gates.ruff.ruff_command", lambda: None)
+    monkeypatch.setattr("patchkit.audit.gates.ruff.ruff_command", lambda: None)
     result = _gate(tmp_path, BASE, BASE.replace("2", "3"))
     assert result.status == "could-not-run" and "not installed" in result.summary
 

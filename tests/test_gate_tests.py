@@ -4,12 +4,12 @@ from pathlib import Path
 import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 
-from patchkit.audit import AuditOptions, run_audit
-from patchkit.basetree import BaseTree
-from patchkit.domains import load_rules
-from patchkit.gates.tests import TestSettings, materialise
+from patchkit.audit.engine import AuditOptions, run_audit
+from patchkit.audit.gates.tests import TestSettings, materialise
+from patchkit.base.pin import tree_hash
+from patchkit.base.tree import BaseTree
 from patchkit.model import Pin
-from patchkit.pin import tree_hash
+from patchkit.split.rules import load_rules
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"

@@ -6,9 +6,9 @@ import difflib
 
 import pytest
 
-from patchkit.guide import review_guide
+from patchkit.audit.guide import review_guide
+from patchkit.diff.parse import parse_diff
 from patchkit.model import Commit, FilePatch
-from patchkit.parse import parse_diff
 
 
 def file_patch(path: str, old: str | None, new: str | None) -> FilePatch:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from patchkit import sitepackages
+from patchkit.apply import sitepackages
 from patchkit.cli import app
 
 FILES = ["vllm/f0.py", "vllm/f1.py", "vllm/sub/f2.py", "vllm/new/n.py"]

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from test_apply import make_checkout, run, tree_digest
 
-from patchkit import pin
+from patchkit.base import pin
 from patchkit.errors import CheckFailed, UserError
 from patchkit.model import AuditResult
 from patchkit.report.html import render_html
 from patchkit.report.markdown import render_markdown
-from patchkit.seriesio import load_entries
+from patchkit.series.files import load_entries
 
 PATCHKIT = Path(__file__).parent.parent / "patchkit"
 
@@ -105,7 +105,7 @@ def test_overlay_content_outside_is_refused(tmp_path: Path) -> None:
     (series / "overlays/evil.toml").write_text(
         'target = "vllm/x.py"\nbase_sha256 = "absent"\ncontent = "../../secret"\n'
     )
-    from patchkit.overlays import load_overlays
+    from patchkit.series.overlays import load_overlays
 
     with pytest.raises(UserError, match="must be a file beside the overlay"):
         load_overlays(series)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from patchkit.basetree import BaseTree
-from patchkit.domains import parse_rules
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import apply_file_patch
+from patchkit.diff.parse import parse_text
 from patchkit.model import Replay
-from patchkit.namedeps import defined_names, undefined_globals, used_names
-from patchkit.parse import parse_text
-from patchkit.patchtext import apply_file_patch
-from patchkit.split import split_replay
+from patchkit.split.names import defined_names, undefined_globals, used_names
+from patchkit.split.replay import split_replay
+from patchkit.split.rules import parse_rules
 
 # tools claims the lines naming TOOL_FIX; everything else in pkg/ is serving's, which comes later
 RULES = r"""

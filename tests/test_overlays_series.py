@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from test_apply import run, tree_digest
 
-from patchkit.audit import AuditOptions, run_audit
-from patchkit.basetree import BaseTree
+from patchkit.audit.engine import AuditOptions, run_audit
+from patchkit.base.tree import BaseTree
 from patchkit.errors import UserError
 from patchkit.model import Pin
-from patchkit.seriesio import load_entries, read_series_lines
+from patchkit.series.files import load_entries, read_series_lines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "overlays"
 NEW_FILE = "vllm/tool_parsers/y_tool_parser.py"
@@ -164,6 +164,6 @@ def _rehash(toml: Path) -> str:
 
 
 def _rules():
-    from patchkit.domains import load_rules
+    from patchkit.split.rules import load_rules
 
     return load_rules()

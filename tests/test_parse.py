@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from patchkit import cli
+from patchkit.diff.parse import parse_files, parse_text, parse_trailers
 from patchkit.errors import UserError
-from patchkit.parse import parse_files, parse_text, parse_trailers
 
 ONE = """\
 From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001

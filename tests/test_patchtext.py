@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from patchkit.diff.hunks import HunkMismatch, apply_file_patch, render_file_patch
+from patchkit.diff.parse import parse_diff
 from patchkit.model import FilePatch, Hunk
-from patchkit.parse import parse_diff
-from patchkit.patchtext import HunkMismatch, apply_file_patch, render_file_patch
 
 NL = "\\ No newline at end of file"
 

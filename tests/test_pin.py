@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from patchkit import git, pin, store
+from patchkit import cache, git
+from patchkit.base import pin
 from patchkit.errors import CheckFailed, UserError
 from patchkit.model import Pin
 
@@ -128,8 +129,8 @@ def test_index_url_defaults_to_pypi() -> None:
 
 
 def test_moved_names_are_re_exported_from_pin() -> None:
-    from patchkit import archive
-    from patchkit import index as index_module
+    from patchkit.base import archive
+    from patchkit.base import package_index as index_module
 
     for name in ("PYPI_SIMPLE", "index_url", "index_urls", "download_sdist"):
         assert getattr(pin, name) is getattr(index_module, name)
@@ -190,8 +191,8 @@ def test_sha256_mismatch_refused_and_nothing_cached(sdist: str, index: FakeIndex
         pin.prepare_base(index_pin(wrong))
     assert f"expected {wrong}" in str(err.value) and f"got {sdist}" in str(err.value)
     assert index.downloads() == 1
-    assert not store.store_dir("sdist", wrong).exists()
-    assert not store.store_dir("base", f"index-{wrong}").exists()
+    assert not cache.store_dir("sdist", wrong).exists()
+    assert not cache.store_dir("base", f"index-{wrong}").exists()
     leftovers = [p for p in isolated.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
     assert leftovers == []
 
@@ -373,7 +374,7 @@ def test_git_remote_is_fetched_into_the_cache(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(pin, "_is_local", lambda url: False)  # treat file:// as a remote
     root = pin.prepare_base(Pin(source="git", url=repo.as_uri(), rev=rev))
     assert (root / "vllm" / "a.py").read_text() == "A = 1\n"
-    assert any(store.cache_root().joinpath("git-mirror").iterdir())
+    assert any(cache.cache_root().joinpath("git-mirror").iterdir())
 
 
 def test_git_unknown_rev(tmp_path: Path) -> None:

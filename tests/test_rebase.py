@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from patchkit import cli
-from patchkit.basetree import BaseTree
-from patchkit.patchtext import apply_file_patch
-from patchkit.seriesio import load_entries, load_split_json
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import apply_file_patch
+from patchkit.series.files import load_entries, load_split_json
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rebase"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from patchkit import sitepackages
+from patchkit.apply import sitepackages
 from patchkit.cli import app
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apply"

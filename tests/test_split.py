@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from patchkit.basetree import BaseTree, detect_prefix
-from patchkit.domains import load_rules
+from patchkit.base.tree import BaseTree, detect_prefix
+from patchkit.diff.parse import parse_files, parse_text
 from patchkit.errors import UserError
-from patchkit.parse import parse_files, parse_text
-from patchkit.seriesio import load_entries, write_series
-from patchkit.split import compute_dependencies, split_replay
-from patchkit.verify import prove
+from patchkit.series.files import load_entries, write_series
+from patchkit.split.proof import prove
+from patchkit.split.replay import compute_dependencies, split_replay
+from patchkit.split.rules import load_rules
 
 ORDER = ["tool-parser", "prefix-caching", "spec-decode", "serving"]
 

@@ -9,12 +9,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patchkit.basetree import BaseTree
-from patchkit.domains import parse_rules
-from patchkit.parse import parse_text
-from patchkit.seriesio import load_entries, write_series
-from patchkit.split import compute_dependencies, split_replay
-from patchkit.verify import prove
+from patchkit.base.tree import BaseTree
+from patchkit.diff.parse import parse_text
+from patchkit.series.files import load_entries, write_series
+from patchkit.split.proof import prove
+from patchkit.split.replay import compute_dependencies, split_replay
+from patchkit.split.rules import parse_rules
 
 TOKENS = ["alpha", "beta", "gamma", "delta"]
 FILES = ["pkg/f0.txt", "pkg/f1.txt", "pkg/sub/f2.txt"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from patchkit.basetree import BaseTree
-from patchkit.domains import parse_rules
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import apply_file_patch, render_diff
+from patchkit.diff.parse import parse_text
 from patchkit.model import Replay
-from patchkit.parse import parse_text
-from patchkit.patchtext import apply_file_patch, render_diff
-from patchkit.split import split_replay
+from patchkit.split.replay import split_replay
+from patchkit.split.rules import parse_rules
 
 RULES = r"""
 [[domain]]

@@ -1,7 +1,7 @@
 import pytest
 from fixtures.audit.builder import fake_base
 
-from patchkit import testenv
+from patchkit.audit import testenv
 
 
 @pytest.fixture(autouse=True)

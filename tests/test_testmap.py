@@ -1,7 +1,6 @@
 import pytest
 
-from patchkit.model import FilePatch
-from patchkit.testmap import (
+from patchkit.audit.testselect import (
     Outcome,
     classify_environment,
     compare,
@@ -11,6 +10,7 @@ from patchkit.testmap import (
     select_tests,
     summarise,
 )
+from patchkit.model import FilePatch
 
 
 @pytest.mark.parametrize(

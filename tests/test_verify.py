@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchkit.basetree import BaseTree
-from patchkit.domains import load_rules
-from patchkit.parse import parse_files
-from patchkit.seriesio import load_entries, write_series
-from patchkit.split import split_replay
-from patchkit.verify import prove
+from patchkit.base.tree import BaseTree
+from patchkit.diff.parse import parse_files
+from patchkit.series.files import load_entries, write_series
+from patchkit.split.proof import prove
+from patchkit.split.replay import split_replay
+from patchkit.split.rules import load_rules
 
 
 def split_to(out: Path, fixtures: Path):

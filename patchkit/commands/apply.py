@@ -6,11 +6,13 @@ import contextlib
 import json
 from pathlib import Path
 
-from patchkit import apply, journal, output
+from patchkit import output
+from patchkit.apply import journal
+from patchkit.apply import plan as apply
+from patchkit.apply.lock import target_lock
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
-from patchkit.lock import target_lock
-from patchkit.overlays import load_overlays
-from patchkit.seriesio import load_entries, load_split_json
+from patchkit.series.files import load_entries, load_split_json
+from patchkit.series.overlays import load_overlays
 
 TARGETS = ("checkout", "site-packages")
 

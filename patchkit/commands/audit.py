@@ -8,13 +8,13 @@ import sys
 import time
 from pathlib import Path
 
-from patchkit.audit import GATES, AuditOptions, parse_shard, run_audit
-from patchkit.basetree import BaseTree
+from patchkit.audit.engine import GATES, AuditOptions, parse_shard, run_audit
+from patchkit.audit.gates.tests import TestSettings
+from patchkit.base.tree import BaseTree
 from patchkit.config import ProjectConfig, load_config, project_config
-from patchkit.domains import load_rules
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
-from patchkit.gates.tests import TestSettings
 from patchkit.model import AuditResult, Pin
+from patchkit.split.rules import load_rules
 
 DEFAULT_REPORTS = Path("reports")
 
@@ -62,7 +62,7 @@ def _base(
     base: Path | None, pin_file: Path | None, config: ProjectConfig, series_dir: Path
 ) -> tuple[BaseTree, Pin]:
     """--base, else --pin, else the project's pin for its own series, else the series' split.json pin."""
-    from patchkit.pin import prepare_base, tree_hash
+    from patchkit.base.pin import prepare_base, tree_hash
 
     if base is not None and pin_file is not None:
         raise UserError("give --base or --pin, not both")
@@ -81,7 +81,7 @@ def _base(
 
 def _series_pin(series_dir: Path) -> Pin | None:
     """The base the series was split or rebased against (split.json), when it can be prepared."""
-    from patchkit.seriesio import load_split_json
+    from patchkit.series.files import load_split_json
 
     series = load_split_json(series_dir)
     if series is None:
@@ -94,7 +94,7 @@ def _series_pin(series_dir: Path) -> Pin | None:
 
 def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pin: Pin, use_cache: bool,
                    prepare_env: bool) -> TestSettings:  # fmt: skip
-    from patchkit import testenv
+    from patchkit.audit import testenv
 
     settings = TestSettings(python="", base_root=tree.root, base_hash=pin.tree_hash or "",
                             test_timeout=config.audit.test_timeout,

@@ -8,8 +8,8 @@ from patchkit.errors import EXIT_OK, UserError
 
 
 def run(pin_file: Path | None, dest: Path | None) -> int:
+    from patchkit.base.pin import checkout
     from patchkit.config import find_project_config, load_pin
-    from patchkit.pin import checkout
 
     config = pin_file or find_project_config()
     if config is None:

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import git, output
-from patchkit.basetree import BaseTree
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import render_diff
 from patchkit.errors import EXIT_FAILED, EXIT_OK, CheckFailed, UserError
 from patchkit.model import Pin, SplitPatch
-from patchkit.patchtext import render_diff
-from patchkit.rebase import Rebaser, SourceSeries, load_source, marker_lines, rebased_series
-from patchkit.rebase_report import PatchOutcome, RebaseReport, describe_pin, print_summary
-from patchkit.seriesio import SERIES_FILE, SPLIT_JSON, format_patch, load_entries, series_record
-from patchkit.split import compute_dependencies
+from patchkit.rebase.merge import Rebaser, SourceSeries, load_source, marker_lines, rebased_series
+from patchkit.rebase.outcome import PatchOutcome, RebaseReport, describe_pin, print_summary
+from patchkit.series.files import SERIES_FILE, SPLIT_JSON, format_patch, load_entries, series_record
+from patchkit.split.replay import compute_dependencies
 
 STATE_DIR = ".rebase"
 REPORT_JSON = "rebase.json"
@@ -246,7 +246,7 @@ def write_rebased(out: Path, series, trailer: str) -> None:
 
 def check(new_tree: BaseTree, out: Path, expected: dict[str, bytes | None]) -> dict:
     """The written series, re-parsed and applied to the new base, gives the rebase result."""
-    from patchkit.verify import apply_entries
+    from patchkit.split.proof import apply_entries
 
     tree, problems = apply_entries(new_tree, load_entries(out)) if (out / SERIES_FILE).is_file() else ({}, [])
     differences = list(problems)
@@ -300,7 +300,7 @@ def _old_tree(source: SourceSeries, base: Path | None, pin_file: Path | None,
                         str(series_dir))  # fmt: skip
     if pin.source == "path" and pin.path and Path(pin.path).is_dir():
         return BaseTree(Path(pin.path)), pin  # used in place: the old base is only read
-    from patchkit.pin import prepare_base
+    from patchkit.base.pin import prepare_base
 
     return BaseTree(prepare_base(pin)), pin
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.model import AuditResult
-from patchkit.report import render_all, shape
+from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
 from patchkit.report.terminal import print_summary
 
@@ -37,7 +37,7 @@ def load(path: Path) -> AuditResult:
         raise UserError(f"not a patchkit audit result: {exc}", str(path)) from exc
     except RecursionError:
         raise UserError("not a patchkit audit result: nested too deeply", str(path)) from None
-    if found := shape.problems(result):
+    if found := validate.problems(result):
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise UserError(f"not a renderable audit result: {found[0]}{more}", str(path))
     return result
@@ -48,7 +48,7 @@ def merge(results: list[AuditResult]) -> AuditResult:
     if len(results) == 1:
         return results[0]
     try:
-        from patchkit.audit import merge_results
+        from patchkit.audit.engine import merge_results
     except ImportError:
         return merge_locally(results)
     return merge_results(results)

@@ -6,14 +6,14 @@ import time
 from pathlib import Path
 
 from patchkit import output
-from patchkit.basetree import BaseTree, detect_prefix
-from patchkit.domains import load_rules
+from patchkit.base.tree import BaseTree, detect_prefix
+from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.model import Pin
-from patchkit.parse import parse_files
-from patchkit.seriesio import SPLIT_JSON, load_entries, record_json, series_record, write_series
-from patchkit.split import compute_dependencies, split_replay
-from patchkit.verify import prove
+from patchkit.series.files import SPLIT_JSON, load_entries, record_json, series_record, write_series
+from patchkit.split.proof import prove
+from patchkit.split.replay import compute_dependencies, split_replay
+from patchkit.split.rules import load_rules
 
 
 def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pin]:
@@ -22,8 +22,8 @@ def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pi
         raise UserError("give --base or --pin, not both")
     if base is not None:
         return BaseTree(base), Pin(source="path", path=str(base.resolve()))
+    from patchkit.base.pin import prepare_base
     from patchkit.config import find_project_config, load_pin
-    from patchkit.pin import prepare_base
 
     config_path = pin_file or find_project_config(Path.cwd())
     if config_path is None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from patchkit import apply, output, sitepackages
+from patchkit import output
+from patchkit.apply import plan as apply
+from patchkit.apply import sitepackages
+from patchkit.apply.lock import target_lock
 from patchkit.commands.apply import recover_note, resolve_target
 from patchkit.errors import EXIT_FAILED, EXIT_OK
-from patchkit.lock import target_lock
-from patchkit.overlays import load_overlays
-from patchkit.seriesio import load_entries
+from patchkit.series.files import load_entries
+from patchkit.series.overlays import load_overlays
 
 
 def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,

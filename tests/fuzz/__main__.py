@@ -29,9 +29,9 @@ def _atheris(target: str, inputs: int) -> int:
     with atheris.instrument_imports(include=["patchkit"]):
         import patchkit.commands.report  # noqa: F401
         import patchkit.config  # noqa: F401
-        import patchkit.domains  # noqa: F401
-        import patchkit.parse  # noqa: F401
-        import patchkit.seriesio  # noqa: F401
+        import patchkit.diff.parse  # noqa: F401
+        import patchkit.series.files  # noqa: F401
+        import patchkit.split.rules  # noqa: F401
 
     corpus = Path(os.environ.get("PATCHKIT_ATHERIS_CORPUS", f"/tmp/patchkit-atheris-{target}"))
     corpus.mkdir(parents=True, exist_ok=True)

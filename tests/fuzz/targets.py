@@ -12,12 +12,14 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from patchkit import config, domains, seriesio
+from patchkit import config
 from patchkit.commands import report
-from patchkit.parse import parse_text
+from patchkit.diff.parse import parse_text
 from patchkit.report.html import render_html
 from patchkit.report.junit import render_junit
 from patchkit.report.markdown import render_markdown
+from patchkit.series import files as seriesio
+from patchkit.split import rules as domains
 
 _PATCH_A = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
 _PATCH_B = "From: Dev <d@x>\nSubject: b\n\n" + _PATCH_A.replace("x.py", "y.py")

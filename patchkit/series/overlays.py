@@ -16,9 +16,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from patchkit.diff.hunks import split_lines
 from patchkit.errors import UserError
 from patchkit.model import FilePatch
-from patchkit.patchtext import split_lines
 
 OVERLAY_DIR = "overlays"
 ABSENT = "absent"
@@ -72,7 +72,7 @@ def load_overlay(path: Path) -> Overlay:
 def load_overlays(*dirs: Path) -> list[Overlay]:
     """Unlisted overlays of every ``overlays/`` dir given (sorted by name): those its ``series`` file
     does not list (listed ones apply at their place in the series); one target owned twice is an error."""
-    from patchkit.seriesio import listed_overlays  # seriesio imports this module
+    from patchkit.series.files import listed_overlays  # seriesio imports this module
 
     overlays: list[Overlay] = []
     seen: dict[str, str] = {}

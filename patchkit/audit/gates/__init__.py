@@ -6,12 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkit.basetree import BaseTree
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import HunkMismatch, apply_file_patch
 from patchkit.model import Commit, FilePatch, GateResult, GateStatus, Message
-from patchkit.overlays import Overlay as WholeFile
-from patchkit.overlays import base_matches, mismatch
-from patchkit.patchtext import HunkMismatch, apply_file_patch
 from patchkit.report.i18n import message_text
+from patchkit.series.overlays import Overlay as WholeFile
+from patchkit.series.overlays import base_matches, mismatch
 
 Overlay = dict[str, bytes | None]  # path -> content after some patches (None = deleted)
 

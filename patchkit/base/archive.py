@@ -1,7 +1,7 @@
 """Safe extraction of sdist/git archives and the content hash of a source tree.
 
 ``extract_archive`` checks every member before anything is written; ``tree_hash`` is the hash
-recorded for (and compared against) every prepared base. Re-exported by ``patchkit.pin``.
+recorded for (and compared against) every prepared base. Re-exported by ``patchkit.base.pin``.
 """
 
 from __future__ import annotations

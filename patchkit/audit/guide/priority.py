@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from patchkit.guide.crossfile import _is_test
+from patchkit.audit.guide.crossfile import _is_test
 from patchkit.model import FilePatch, Finding
 from patchkit.report.i18n import LANGS, both
 

@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkit import git
-from patchkit.basetree import BaseTree
-from patchkit.errors import UserError
-from patchkit.model import Commit, FilePatch, Hunk, Pin, Series, SplitPatch
-from patchkit.patchtext import (
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import (
     HunkMismatch,
     apply_file_patch,
     apply_hunks,
@@ -26,9 +24,11 @@ from patchkit.patchtext import (
     splice_plan,
     split_lines,
 )
-from patchkit.rebase_report import ConflictSides, HunkOutcome
-from patchkit.seriesio import load_entries, load_split_json
-from patchkit.split import _diff_pairs  # one git diff --no-index → repo-relative FilePatches
+from patchkit.errors import UserError
+from patchkit.model import Commit, FilePatch, Hunk, Pin, Series, SplitPatch
+from patchkit.rebase.outcome import ConflictSides, HunkOutcome
+from patchkit.series.files import load_entries, load_split_json
+from patchkit.split.replay import _diff_pairs  # one git diff --no-index → repo-relative FilePatches
 
 MARKER = re.compile(r"^(<{7}|>{7}|\|{7})( |$)|^={7}$")
 

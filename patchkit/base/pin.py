@@ -8,8 +8,8 @@ What is verified, and when:
   id and ``git status --porcelain`` must be empty, else CheckFailed naming the directory.
 - ``pin.tree_hash``, when the pin already carries one, must equal the prepared tree's.
 
-The index lookup and sdist download live in ``patchkit.index``, archive extraction and
-``tree_hash`` in ``patchkit.archive``; their public names are re-exported here.
+The index lookup and sdist download live in ``patchkit.base.package_index``, archive extraction and
+``tree_hash`` in ``patchkit.base.archive``; their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
-from patchkit import git, store
-from patchkit.archive import _SKIP_DIRS, extract_archive, tree_hash
+from patchkit import cache, git
+from patchkit.base.archive import _SKIP_DIRS, extract_archive, tree_hash
+from patchkit.base.package_index import PYPI_SIMPLE, download_sdist, index_url, index_urls
 from patchkit.errors import CheckFailed, UserError
-from patchkit.index import PYPI_SIMPLE, download_sdist, index_url, index_urls
 from patchkit.model import Pin
 
-# the index and archive names are re-exported: ``from patchkit.pin import download_sdist`` works
+# the index and archive names are re-exported: ``from patchkit.base.pin import download_sdist`` works
 __all__ = [
     "GIT_FALLBACK_PATHS",
     "PYPI_SIMPLE",
@@ -132,8 +132,8 @@ def _git_repo(url: str, rev: str) -> Path:
         if not repo.is_dir():
             raise UserError(f"git url {url}: no such directory")
     else:
-        repo = store.store_dir("git-mirror", hashlib.sha256(url.encode()).hexdigest()[:24])
-        with store.entry_lock("git-mirror", repo.name):
+        repo = cache.store_dir("git-mirror", hashlib.sha256(url.encode()).hexdigest()[:24])
+        with cache.entry_lock("git-mirror", repo.name):
             if not repo.is_dir():
                 repo.mkdir(parents=True)
                 git.run(["init", "-q", "--bare"], repo)
@@ -180,7 +180,7 @@ def _prepare_path(pin: Pin) -> tuple[Path, str]:
     if (root / ".git").exists():
         return root, digest
     key = f"path-{digest}"
-    entry = store.build_entry("base", key, lambda tmp: _build_path_copy(pin, root, tmp))
+    entry = cache.build_entry("base", key, lambda tmp: _build_path_copy(pin, root, tmp))
     return _verified_base(entry)[0], digest
 
 
@@ -199,7 +199,7 @@ def prepare_base(pin: Pin) -> Path:
                   file=sys.stderr, flush=True)  # fmt: skip
             build(pin, tmp)
 
-        entry = store.build_entry("base", key, logged_build)
+        entry = cache.build_entry("base", key, logged_build)
         tree, marker = _verified_base(entry)
         digest = marker["tree_hash"]
     if pin.tree_hash and pin.tree_hash != digest:

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
-from patchkit.gates import NOT_APPLIED, PatchUnderAudit, Trees, gate_result, write_overlay
+from patchkit.audit.gates import NOT_APPLIED, PatchUnderAudit, Trees, gate_result, write_overlay
 from patchkit.model import GateResult, Message
 
 CONFIG_NAMES = ("pyproject.toml", "ruff.toml", ".ruff.toml")

@@ -10,13 +10,20 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from functools import cache
+from functools import cache as memoised
 from pathlib import Path
 
-from patchkit import store
-from patchkit.gates import Overlay, PatchUnderAudit, gate_result
+from patchkit import cache
+from patchkit.audit.gates import Overlay, PatchUnderAudit, gate_result
+from patchkit.audit.testselect import (
+    OUTCOME_FORMAT,
+    Outcome,
+    compare,
+    parse_junit,
+    select_tests,
+    summary_message,
+)
 from patchkit.model import GateResult, Message
-from patchkit.testmap import OUTCOME_FORMAT, Outcome, compare, parse_junit, select_tests, summary_message
 
 _PROBE = (
     "import json, platform, sys\n"
@@ -43,7 +50,7 @@ class TestSettings:
     env_error: str | None = None  # why no test environment could be prepared
 
 
-@cache
+@memoised
 def environment(python: str) -> dict:
     """The interpreter's fingerprint (python, torch, platform); {'error': ...} if it cannot run."""
     try:
@@ -142,11 +149,11 @@ def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: d
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
     key = _digest("baseline", OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), tests,
                   fingerprint, settings.per_test_timeout)  # fmt: skip
-    if settings.use_cache and (hit := store.get_json("audit-baseline", key)) is not None:
+    if settings.use_cache and (hit := cache.get_json("audit-baseline", key)) is not None:
         return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, True
     outcomes = _side(settings, pre, tests, env_info, work, "base")
     if isinstance(outcomes, dict) and settings.use_cache:
-        store.put_json("audit-baseline", key, {"outcomes": {t: vars(o) for t, o in outcomes.items()}})
+        cache.put_json("audit-baseline", key, {"outcomes": {t: vars(o) for t, o in outcomes.items()}})
     return outcomes, False
 
 
@@ -208,6 +215,6 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
 
 
 def _work_root() -> Path:
-    root = store.cache_root() / "worktrees"
+    root = cache.cache_root() / "worktrees"
     root.mkdir(parents=True, exist_ok=True)
     return root

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import __version__
+from patchkit.diff.hunks import diffstat
+from patchkit.diff.parse import parse_text, read_text
 from patchkit.errors import UserError
 from patchkit.model import Commit, Patch, Series, SplitPatch
-from patchkit.overlays import OVERLAY_DIR, Overlay, load_overlay, write_overlay
-from patchkit.parse import parse_text, read_text
-from patchkit.patchtext import diffstat
+from patchkit.series.overlays import OVERLAY_DIR, Overlay, load_overlay, write_overlay
 
 SERIES_FILE = "series"
 SPLIT_JSON = "split.json"

@@ -6,8 +6,8 @@ import ast
 import re
 from dataclasses import dataclass
 
-from patchkit.guide.findings import _call_name, _finding, _is_literal, changed
-from patchkit.guide.view import NodeIndex, _FileView
+from patchkit.audit.guide.findings import _call_name, _finding, _is_literal, changed
+from patchkit.audit.guide.view import NodeIndex, _FileView
 from patchkit.model import Commit, FilePatch, Finding
 from patchkit.report.i18n import both
 

@@ -12,14 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkit import git
-from patchkit.basetree import BaseTree
-from patchkit.domains import Classifier, LineVerdict
-from patchkit.errors import UserError
-from patchkit.model import Assignment, Domain, FilePatch, Pin, Replay, Series, SplitPatch
-from patchkit.namedeps import follow_definitions
-from patchkit.overlays import Overlay, base_matches, take_overlays
-from patchkit.parse import parse_diff
-from patchkit.patchtext import (
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import (
     HunkMismatch,
     apply_file_patch,
     hunk_sides,
@@ -27,9 +21,15 @@ from patchkit.patchtext import (
     splice_plan,
     split_lines,
 )
-from patchkit.scratch import scratch_dir
-from patchkit.stepcheck import PendingCheck, start
-from patchkit.stepdiff import NotRepresentable, step_file_patch
+from patchkit.diff.parse import parse_diff
+from patchkit.errors import UserError
+from patchkit.model import Assignment, Domain, FilePatch, Pin, Replay, Series, SplitPatch
+from patchkit.series.overlays import Overlay, base_matches, take_overlays
+from patchkit.split.build import NotRepresentable, step_file_patch
+from patchkit.split.names import follow_definitions
+from patchkit.split.rules import Classifier, LineVerdict
+from patchkit.split.scratch import scratch_dir
+from patchkit.split.syntax import PendingCheck, start
 
 Origin = tuple[int | None, int | None]  # (commit index that added the line, base line index)
 Side = tuple[bytes | None, str | None]  # (content or None when absent, git mode)

@@ -10,8 +10,8 @@ Layout: ``view`` (each image parsed and walked once), ``findings`` (per-file det
 
 from __future__ import annotations
 
-from patchkit.guide.crossfile import _env_findings, _message_findings, _test_findings
-from patchkit.guide.findings import (
+from patchkit.audit.guide.crossfile import _env_findings, _message_findings, _test_findings
+from patchkit.audit.guide.findings import (
     CONSTRAINT_KWARGS,
     HIGH_KINDS,
     HOT_PATHS,
@@ -24,8 +24,8 @@ from patchkit.guide.findings import (
     _cap,
     _file_findings,
 )
-from patchkit.guide.priority import CONTRACT_PATHS, _follow_ups, _order, _priority
-from patchkit.guide.view import Source, _Images, _view
+from patchkit.audit.guide.priority import CONTRACT_PATHS, _follow_ups, _order, _priority
+from patchkit.audit.guide.view import Source, _Images, _view
 from patchkit.model import Commit, FilePatch, Finding
 
 __all__ = [

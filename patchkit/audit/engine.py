@@ -16,21 +16,29 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from patchkit import store
-from patchkit.basetree import BaseTree
-from patchkit.domains import Classifier
+from patchkit import cache
+from patchkit.audit.gates import (
+    NOT_APPLIED,
+    Overlay,
+    PatchUnderAudit,
+    Trees,
+    apply_files,
+    apply_patch,
+    gate_result,
+)
+from patchkit.audit.gates.apply import SeriesState, apply_gate, series_states
+from patchkit.audit.gates.dco import dco_gate
+from patchkit.audit.gates.ruff import ruff_gate, ruff_version
+from patchkit.audit.gates.tests import TestSettings, environment, tests_gate
+from patchkit.audit.testselect import OUTCOME_FORMAT
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import HunkMismatch, render_diff
 from patchkit.errors import UserError
-from patchkit.gates import NOT_APPLIED, Overlay, PatchUnderAudit, Trees, apply_files, apply_patch, gate_result
-from patchkit.gates.apply import SeriesState, apply_gate, series_states
-from patchkit.gates.dco import dco_gate
-from patchkit.gates.ruff import ruff_gate, ruff_version
-from patchkit.gates.tests import TestSettings, environment, tests_gate
 from patchkit.model import AuditResult, Domain, FilePatch, GateResult, Message, PatchAudit, Pin, Verdict
-from patchkit.patchtext import HunkMismatch, render_diff
 from patchkit.report.i18n import message_text
-from patchkit.seriesio import load_entries, load_split_json
-from patchkit.split import diff_sides
-from patchkit.testmap import OUTCOME_FORMAT
+from patchkit.series.files import load_entries, load_split_json
+from patchkit.split.replay import diff_sides
+from patchkit.split.rules import Classifier
 
 GATES = ("apply", "ruff", "dco", "tests")
 RUFF_GATE_FORMAT = 2  # bump when how the ruff gate stages or compares changes: cached results expire
@@ -249,7 +257,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
     for gate in [g for g in GATES if g in options.gates]:
         config = _gate_config(gate, options)
         key = gate_key(gate, patch, earlier, base_hash, config)
-        cached = store.get_json("audit-gate", key) if options.use_cache else None
+        cached = cache.get_json("audit-gate", key) if options.use_cache else None
         if cached is not None:
             result = replace(GateResult.from_dict(cached), cached=True)
         elif gate != "apply" and results and results[0].gate == "apply" and results[0].status == "failed":
@@ -257,7 +265,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         else:
             result = _run_gate(gate, patch, earlier, state, trees, needs, options)
             if options.use_cache and result.status != "skipped":
-                store.put_json("audit-gate", key, result.to_dict())
+                cache.put_json("audit-gate", key, result.to_dict())
         if gate == "apply":
             needs = result.details.get("needs", needs)
         results.append(result)
@@ -325,22 +333,22 @@ def _test_sides(
 
 def _guide(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], trees: Trees, base_hash: str,
            use_cache: bool) -> dict:  # fmt: skip
-    """The reviewer guide (patchkit.guide, when installed), cached like a gate."""
+    """The reviewer guide (patchkit.audit.guide, when installed), cached like a gate."""
     try:
-        from patchkit import guide
+        from patchkit.audit import guide
     except ImportError:
         return {}
     sources = sorted(Path(guide.__file__).parent.glob("*.py"))  # every module of the package
     sources += sorted((Path(guide.__file__).parent.parent / "report" / "i18n").glob("*.json"))  # its texts
     version = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
     key = gate_key("guide", patch, earlier, base_hash, version)
-    if use_cache and (hit := store.get_json("audit-guide", key)) is not None:
+    if use_cache and (hit := cache.get_json("audit-guide", key)) is not None:
         return hit
     found = guide.review_guide(files=patch.changed_files, pre=trees.pre_read, post=trees.post_read,
                                commits=patch.commits, domain=patch.domain,
                                source_files=patch.commit_files)  # fmt: skip
     if use_cache:
-        store.put_json("audit-guide", key, found)
+        cache.put_json("audit-guide", key, found)
     return found
 
 

@@ -15,13 +15,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from patchkit import git, journal, sitepackages
+from patchkit import git
+from patchkit.apply import journal, sitepackages
+from patchkit.apply.journal import FileChange, sha256
+from patchkit.apply.sitepackages import Distribution
+from patchkit.diff.hunks import HunkMismatch, apply_file_patch, preimage_matches
 from patchkit.errors import CheckFailed, UserError
-from patchkit.journal import FileChange, sha256
-from patchkit.overlays import Overlay, base_matches, mismatch
-from patchkit.patchtext import HunkMismatch, apply_file_patch, preimage_matches
-from patchkit.seriesio import SeriesEntry
-from patchkit.sitepackages import Distribution
+from patchkit.series.files import SeriesEntry
+from patchkit.series.overlays import Overlay, base_matches, mismatch
 
 STATE_NAME = "state.json"
 BASE_DIR = "base"

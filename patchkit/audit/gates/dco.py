@@ -5,7 +5,7 @@ from __future__ import annotations
 import email.utils
 import time
 
-from patchkit.gates import PatchUnderAudit, gate_result
+from patchkit.audit.gates import PatchUnderAudit, gate_result
 from patchkit.model import Commit, GateResult, Message
 from patchkit.report.i18n import message_text
 

@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from patchkit.domains import LineVerdict
+from patchkit.split.rules import LineVerdict
 
 _STRING = re.compile(
     r"""[rRbBuUfF]{0,2}(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")"""

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from patchkit import store
+from patchkit import cache
 
 TORCH = "torch==2.13.0"
 TEST_TOOLS = ("pytest", "tblib", "pytest-timeout")
@@ -47,17 +47,17 @@ def steps(venv: Path, base_root: Path) -> list[tuple[str, list[str]]]:
 
 def ready_python(base_root: Path) -> str | None:
     """The interpreter of an already prepared environment for this base, else None."""
-    venv = store.store_dir("testenv", env_key(base_root))
+    venv = cache.store_dir("testenv", env_key(base_root))
     return str(venv / "bin" / "python") if (venv / READY).is_file() else None
 
 
 def prepare(base_root: Path, python: str = sys.executable) -> str:
     """The interpreter of the environment for ``base_root``, building it on first use."""
     key = env_key(base_root, python)
-    venv = store.store_dir("testenv", key)
+    venv = cache.store_dir("testenv", key)
     if (venv / READY).is_file():
         return str(venv / "bin" / "python")
-    with store.entry_lock("testenv", key):
+    with cache.entry_lock("testenv", key):
         if (venv / READY).is_file():
             return str(venv / "bin" / "python")
         shutil.rmtree(venv, ignore_errors=True)  # a half-built one from an interrupted run

@@ -10,7 +10,7 @@ import ast
 import fnmatch
 import re
 
-from patchkit.guide.view import NodeIndex, _FileView
+from patchkit.audit.guide.view import NodeIndex, _FileView
 from patchkit.model import Finding
 from patchkit.report.i18n import both
 

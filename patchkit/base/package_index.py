@@ -2,7 +2,7 @@
 
 The sdist's sha256 is checked against the pin (and against the hash the index lists) while it
 downloads; a mismatching file is never kept, and a cached sdist is re-hashed when it is reused.
-Re-exported by ``patchkit.pin``.
+Re-exported by ``patchkit.base.pin``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from urllib.request import url2pathname
 
-from patchkit import store
-from patchkit.archive import _CHUNK, _sha256_file
+from patchkit import cache
+from patchkit.base.archive import _CHUNK, _sha256_file
 from patchkit.errors import CheckFailed, UserError
 
 PYPI_SIMPLE = "https://pypi.org/simple/"
@@ -171,7 +171,7 @@ def _project_files(page_url: str) -> list[tuple[str, str, str | None]] | None:
 
 
 def _is_sdist_of(filename: str, name: str, version: str) -> bool:
-    from patchkit.pin import normalize_name  # here, not at the top: pin imports this module
+    from patchkit.base.pin import normalize_name  # here, not at the top: pin imports this module
 
     for ext in (".tar.gz", ".zip"):
         if filename.lower().endswith(ext):
@@ -182,7 +182,7 @@ def _is_sdist_of(filename: str, name: str, version: str) -> bool:
 
 def _find_sdist(name: str, version: str) -> tuple[str, str, str | None]:
     """(filename, url, listed sha256) of the sdist, from the first index that has it."""
-    from patchkit.pin import normalize_name  # here, not at the top: pin imports this module
+    from patchkit.base.pin import normalize_name  # here, not at the top: pin imports this module
 
     searched = []
     for index in index_urls():
@@ -236,12 +236,12 @@ def _download(url: str, dest: Path, expected: str) -> None:
 def download_sdist(name: str, version: str, sha256: str) -> Path:
     """The verified sdist ``name-version``, from the cache or downloaded into it (by sha256)."""
     expected = sha256.lower()
-    entry = store.store_dir("sdist", expected)
+    entry = cache.store_dir("sdist", expected)
     cached = sorted(entry.glob("*")) if entry.is_dir() else []
     if cached and _sha256_file(cached[0]) == expected:
         return cached[0]
     if entry.is_dir():
-        store.remove_entry("sdist", expected)  # corrupt: never keep a mismatching file
+        cache.remove_entry("sdist", expected)  # corrupt: never keep a mismatching file
 
     def build(tmp: Path) -> None:
         filename, url, listed = _find_sdist(name, version)
@@ -251,4 +251,4 @@ def download_sdist(name: str, version: str, sha256: str) -> Path:
             )
         _download(url, tmp / filename, expected)
 
-    return next(store.build_entry("sdist", expected, build).iterdir())
+    return next(cache.build_entry("sdist", expected, build).iterdir())

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from patchkit.basetree import BaseTree
-from patchkit.gates import Overlay, PatchUnderAudit, apply_patch, gate_result
+from patchkit.audit.gates import Overlay, PatchUnderAudit, apply_patch, gate_result
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import HunkMismatch
 from patchkit.model import GateResult, Message
-from patchkit.patchtext import HunkMismatch
 
 
 @dataclass

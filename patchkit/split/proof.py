@@ -6,11 +6,11 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 
-from patchkit.basetree import BaseTree
-from patchkit.overlays import base_matches, mismatch
-from patchkit.patchtext import HunkMismatch, apply_file_patch
-from patchkit.seriesio import SeriesEntry
-from patchkit.split import FileState
+from patchkit.base.tree import BaseTree
+from patchkit.diff.hunks import HunkMismatch, apply_file_patch
+from patchkit.series.files import SeriesEntry
+from patchkit.series.overlays import base_matches, mismatch
+from patchkit.split.replay import FileState
 
 
 @dataclass

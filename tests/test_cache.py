@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from patchkit import cache
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_cache_root_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_root() == tmp_path / "cache"
+    monkeypatch.delenv("PATCHKIT_CACHE")
+    assert cache.cache_root() == tmp_path / "xdg" / "patchkit"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_root() == tmp_path / "home" / ".cache" / "patchkit"
+
+
+@pytest.mark.parametrize("key", ["", "..", "a/b", "../x", ".hidden", "a..b"])
+def test_store_dir_rejects_unsafe_names(key: str) -> None:
+    with pytest.raises(ValueError):
+        cache.store_dir("base", key)
+
+
+def test_build_entry_builds_once(cache_dir: Path) -> None:
+    calls = []
+
+    def build(tmp: Path) -> None:
+        calls.append(tmp)
+        (tmp / "f").write_text("x")
+
+    first = cache.build_entry("base", "k1", build)
+    second = cache.build_entry("base", "k1", build)
+    assert first == second == cache_dir / "base" / "k1"
+    assert (first / "f").read_text() == "x"
+    assert len(calls) == 1
+    assert [p.name for p in (cache_dir / "base").iterdir() if p.name.startswith(".tmp")] == []
+
+
+def test_failed_build_keeps_nothing(cache_dir: Path) -> None:
+    def build(tmp: Path) -> None:
+        (tmp / "partial").write_text("x")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        cache.build_entry("base", "k", build)
+    assert not (cache_dir / "base" / "k").exists()
+    assert [p.name for p in (cache_dir / "base").iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_losing_builder_uses_the_winner(cache_dir: Path) -> None:
+    def build(tmp: Path) -> None:
+        winner = cache_dir / "base" / "k"  # another process finished first (e.g. no flock on NFS)
+        winner.mkdir()
+        (winner / "who").write_text("winner")
+        (tmp / "who").write_text("loser")
+
+    entry = cache.build_entry("base", "k", build)
+    assert (entry / "who").read_text() == "winner"
+    assert sorted(p.name for p in (cache_dir / "base").iterdir()) == [".k.lock", "k"]
+
+
+def test_concurrent_builders_build_once() -> None:
+    calls = []
+
+    def build(tmp: Path) -> None:
+        calls.append(1)
+        time.sleep(0.2)
+        (tmp / "f").write_text("x")
+
+    results: list[Path] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(cache.build_entry("base", "k", build)))
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1
+    assert len(set(results)) == 1 and len(results) == 3
+
+
+def test_remove_entry(cache_dir: Path) -> None:
+    entry = cache.build_entry("sdist", "k", lambda tmp: (tmp / "f").write_text("x"))
+    cache.remove_entry("sdist", "k")
+    assert not entry.exists()
+
+
+def test_json_round_trip(cache_dir: Path) -> None:
+    assert cache.get_json("baseline", "abc") is None
+    path = cache.put_json("baseline", "abc", {"tests": {"t::a": "passed"}, "n": 1})
+    assert path == cache_dir / "baseline" / "abc.json"
+    assert cache.get_json("baseline", "abc") == {"tests": {"t::a": "passed"}, "n": 1}
+    cache.put_json("baseline", "abc", [1, 2])
+    assert cache.get_json("baseline", "abc") == [1, 2]
+    assert [p.name for p in path.parent.iterdir()] == ["abc.json"]
+
+
+def test_get_json_of_corrupt_file_is_none(cache_dir: Path) -> None:
+    path = cache.json_path("baseline", "bad")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    assert cache.get_json("baseline", "bad") is None
