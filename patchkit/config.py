@@ -15,7 +15,7 @@ from typing import Any
 
 from patchkit.base.pin import pin_problem
 from patchkit.errors import UserError
-from patchkit.model import Pin
+from patchkit.values import Pin
 
 CONFIG_NAME = "patchkit.toml"
 KNOWN_GATES = ("apply", "ruff", "dco", "tests")

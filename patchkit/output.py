@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from patchkit.model import Replay, Series
+from patchkit.diff.model import Replay
+from patchkit.series.model import Series
 
 
 def _console(stderr: bool = False):

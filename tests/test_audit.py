@@ -6,9 +6,10 @@ from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, 
 from typer.testing import CliRunner
 
 from patchkit.audit.engine import in_shard, merge_results, parse_shard, patch_verdict, worst
+from patchkit.audit.model import AuditResult, GateResult, PatchAudit
 from patchkit.cli import app
 from patchkit.errors import UserError
-from patchkit.model import AuditResult, GateResult, PatchAudit, Pin
+from patchkit.values import Pin
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"

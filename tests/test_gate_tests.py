@@ -8,8 +8,8 @@ from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings, materialise
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
-from patchkit.model import Pin
 from patchkit.split.rules import load_rules
+from patchkit.values import Pin
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"

@@ -7,8 +7,8 @@ import difflib
 import pytest
 
 from patchkit.audit.guide import review_guide
+from patchkit.diff.model import Commit, FilePatch
 from patchkit.diff.parse import parse_diff
-from patchkit.model import Commit, FilePatch
 
 
 def file_patch(path: str, old: str | None, new: str | None) -> FilePatch:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from test_apply import make_checkout, run, tree_digest
 
+from patchkit.audit.model import AuditResult
 from patchkit.base import pin
 from patchkit.errors import CheckFailed, UserError
-from patchkit.model import AuditResult
 from patchkit.report.html import render_html
 from patchkit.report.markdown import render_markdown
 from patchkit.series.files import load_entries

@@ -13,8 +13,8 @@ from test_apply import run, tree_digest
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.base.tree import BaseTree
 from patchkit.errors import UserError
-from patchkit.model import Pin
 from patchkit.series.files import load_entries, read_series_lines
+from patchkit.values import Pin
 
 FIXTURES = Path(__file__).parent / "fixtures" / "overlays"
 NEW_FILE = "vllm/tool_parsers/y_tool_parser.py"

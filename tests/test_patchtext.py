@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from patchkit.diff.hunks import HunkMismatch, apply_file_patch, render_file_patch
+from patchkit.diff.model import FilePatch, Hunk
 from patchkit.diff.parse import parse_diff
-from patchkit.model import FilePatch, Hunk
 
 NL = "\\ No newline at end of file"
 

@@ -19,7 +19,7 @@ import pytest
 from patchkit import cache, git
 from patchkit.base import pin
 from patchkit.errors import CheckFailed, UserError
-from patchkit.model import Pin
+from patchkit.values import Pin
 
 NAME, VERSION = "demo-pkg", "1.0"
 FILES = {"demo/__init__.py": b"VALUE = 1\n", "tests/test_demo.py": b"def test(): pass\n"}

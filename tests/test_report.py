@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from patchkit.audit.model import AuditResult, GateResult, PatchAudit
 from patchkit.commands.report import merge_locally
-from patchkit.model import AuditResult, GateResult, PatchAudit
 from patchkit.report import render_all
 from patchkit.report.html import render_html
 from patchkit.report.i18n import catalogue, default_lang, t

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkit.model import AuditResult
+from patchkit.audit.model import AuditResult
 from patchkit.report.html import render_html
 
 pytestmark = pytest.mark.browser

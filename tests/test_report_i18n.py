@@ -17,16 +17,17 @@ from rich.console import Console
 
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings
+from patchkit.audit.model import AuditResult, GateResult, PatchAudit
 from patchkit.audit.testselect import ENV_RULES, Comparison, summary_message
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
-from patchkit.model import AuditResult, GateResult, Message, PatchAudit, Pin
 from patchkit.report.html import render_html
 from patchkit.report.i18n import catalogue, localise, message_text, reason_texts, summary_text
 from patchkit.report.junit import render_junit
 from patchkit.report.markdown import render_markdown
 from patchkit.report.terminal import print_summary
 from patchkit.split.rules import load_rules
+from patchkit.values import Message, Pin
 
 PACKAGE = Path(__file__).parent.parent / "patchkit"
 REPORTS = Path(__file__).parent / "fixtures" / "report"

@@ -110,7 +110,7 @@ def test_split_is_lossless_and_ordered(case) -> None:
                 patches += parse_text(header + text, f"c{k}.patch")
         if not patches:
             return  # every commit was a no-op
-        from patchkit.model import Replay
+        from patchkit.diff.model import Replay
 
         replay = Replay(patches=patches, sources=["c.patch"])
         tree = BaseTree(base_dir)

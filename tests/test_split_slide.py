@@ -68,7 +68,7 @@ def test_each_domain_patch_alone_leaves_the_file_parsable(tmp_path: Path) -> Non
 
 
 def split_replay_of(patches, base):
-    from patchkit.model import Replay
+    from patchkit.diff.model import Replay
 
     return split_replay(Replay(patches=patches, sources=["envs.diff"]), base, parse_rules(RULES, "r"), "")
 

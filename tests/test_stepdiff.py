@@ -7,8 +7,8 @@ from pathlib import Path
 
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import apply_file_patch, render_diff
+from patchkit.diff.model import Replay
 from patchkit.diff.parse import parse_text
-from patchkit.model import Replay
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import parse_rules
 

@@ -10,7 +10,7 @@ from patchkit.audit.testselect import (
     select_tests,
     summarise,
 )
-from patchkit.model import FilePatch
+from patchkit.diff.model import FilePatch
 
 
 @pytest.mark.parametrize(

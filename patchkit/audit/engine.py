@@ -30,15 +30,18 @@ from patchkit.audit.gates.apply import SeriesState, apply_gate, series_states
 from patchkit.audit.gates.dco import dco_gate
 from patchkit.audit.gates.ruff import ruff_gate, ruff_version
 from patchkit.audit.gates.tests import TestSettings, environment, tests_gate
+from patchkit.audit.model import AuditResult, GateResult, PatchAudit, Verdict
 from patchkit.audit.testselect import OUTCOME_FORMAT
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, render_diff
+from patchkit.diff.model import FilePatch
 from patchkit.errors import UserError
-from patchkit.model import AuditResult, Domain, FilePatch, GateResult, Message, PatchAudit, Pin, Verdict
 from patchkit.report.i18n import message_text
 from patchkit.series.files import load_entries, load_split_json
+from patchkit.split.model import Domain
 from patchkit.split.replay import diff_sides
 from patchkit.split.rules import Classifier
+from patchkit.values import Message, Pin
 
 GATES = ("apply", "ruff", "dco", "tests")
 RUFF_GATE_FORMAT = 2  # bump when how the ruff gate stages or compares changes: cached results expire

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from patchkit.model import FilePatch, Message
+from patchkit.diff.model import FilePatch
 from patchkit.report.i18n import message_text
+from patchkit.values import Message
 
 OWN_PACKAGES = ("vllm", "tests")  # an ImportError of these is the code's fault, not the environment's
 

@@ -29,7 +29,7 @@ from patchkit import cache, git
 from patchkit.base.archive import _SKIP_DIRS, extract_archive, tree_hash
 from patchkit.base.package_index import PYPI_SIMPLE, download_sdist, index_url, index_urls
 from patchkit.errors import CheckFailed, UserError
-from patchkit.model import Pin
+from patchkit.values import Pin
 
 # the index and archive names are re-exported: ``from patchkit.base.pin import download_sdist`` works
 __all__ = [

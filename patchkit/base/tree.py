@@ -6,8 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+from patchkit.diff.model import Replay
 from patchkit.errors import UserError
-from patchkit.model import Replay
 
 CANDIDATE_ROOTS = ("", "vllm/")
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 from patchkit.audit.engine import GATES, AuditOptions, parse_shard, run_audit
 from patchkit.audit.gates.tests import TestSettings
+from patchkit.audit.model import AuditResult
 from patchkit.base.tree import BaseTree
 from patchkit.config import ProjectConfig, load_config, project_config
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
-from patchkit.model import AuditResult, Pin
 from patchkit.split.rules import load_rules
+from patchkit.values import Pin
 
 DEFAULT_REPORTS = Path("reports")
 

@@ -17,11 +17,12 @@ from patchkit import git, output
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import render_diff
 from patchkit.errors import EXIT_FAILED, EXIT_OK, CheckFailed, UserError
-from patchkit.model import Pin, SplitPatch
 from patchkit.rebase.merge import Rebaser, SourceSeries, load_source, marker_lines, rebased_series
 from patchkit.rebase.outcome import PatchOutcome, RebaseReport, describe_pin, print_summary
 from patchkit.series.files import SERIES_FILE, SPLIT_JSON, format_patch, load_entries, series_record
+from patchkit.series.model import SplitPatch
 from patchkit.split.replay import compute_dependencies
+from patchkit.values import Pin
 
 STATE_DIR = ".rebase"
 REPORT_JSON = "rebase.json"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from patchkit.audit.model import AuditResult
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
-from patchkit.model import AuditResult
 from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
 from patchkit.report.terminal import print_summary

@@ -9,11 +9,11 @@ from patchkit import output
 from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
-from patchkit.model import Pin
 from patchkit.series.files import SPLIT_JSON, load_entries, record_json, series_record, write_series
 from patchkit.split.proof import prove
 from patchkit.split.replay import compute_dependencies, split_replay
 from patchkit.split.rules import load_rules
+from patchkit.values import Pin
 
 
 def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pin]:

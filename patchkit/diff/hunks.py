@@ -8,7 +8,7 @@ without trailing context must match at the end.
 from __future__ import annotations
 
 from patchkit import git
-from patchkit.model import FilePatch, Hunk
+from patchkit.diff.model import FilePatch, Hunk
 
 NO_NEWLINE = "\\ No newline at end of file"
 

@@ -12,8 +12,8 @@ import quopri
 import re
 from pathlib import Path
 
+from patchkit.diff.model import Commit, FilePatch, Hunk, Patch, Replay, Trailer
 from patchkit.errors import UserError
-from patchkit.model import Commit, FilePatch, Hunk, Patch, Replay, Trailer
 
 _FROM_GIT = re.compile(r"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$")
 _GIT_LOG = re.compile(r"^commit ([0-9a-f]{40})(?: \(.*\))?$")

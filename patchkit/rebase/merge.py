@@ -24,11 +24,13 @@ from patchkit.diff.hunks import (
     splice_plan,
     split_lines,
 )
+from patchkit.diff.model import Commit, FilePatch, Hunk
 from patchkit.errors import UserError
-from patchkit.model import Commit, FilePatch, Hunk, Pin, Series, SplitPatch
 from patchkit.rebase.outcome import ConflictSides, HunkOutcome
 from patchkit.series.files import load_entries, load_split_json
+from patchkit.series.model import Series, SplitPatch
 from patchkit.split.replay import _diff_pairs  # one git diff --no-index → repo-relative FilePatches
+from patchkit.values import Pin
 
 MARKER = re.compile(r"^(<{7}|>{7}|\|{7})( |$)|^={7}$")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from patchkit.model import JsonMixin, Pin
+from patchkit.values import JsonMixin, Pin
 
 HunkStatus = Literal["clean", "merged", "already-upstream", "conflict", "resolved"]
 PatchStatus = Literal["rebased", "dropped", "conflict", "resolved", "pending"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchkit.model import AuditResult
+from patchkit.audit.model import AuditResult
 
 
 def render_all(

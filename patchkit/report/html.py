@@ -17,9 +17,9 @@ from typing import Any
 import jinja2
 
 from patchkit.audit.guide import PRE_IMAGE_KINDS
+from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.diff.parse import parse_diff
 from patchkit.errors import UserError
-from patchkit.model import AuditResult, PatchAudit
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 
 _KEYWORDS = "|".join(keyword.kwlist)

@@ -18,7 +18,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from patchkit.model import GateResult, Message, PatchAudit
+from patchkit.audit.model import GateResult, PatchAudit
+from patchkit.values import Message
 
 LANGS = ("en", "zh")
 CATALOGUE_DIR = Path(__file__).with_name("i18n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from patchkit.model import AuditResult, GateResult
+from patchkit.audit.model import AuditResult, GateResult
 from patchkit.report.i18n import reason_texts, summary_text, t
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from patchkit.model import AuditResult, PatchAudit
+from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.report.i18n import reason_texts, summary_text, t
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper

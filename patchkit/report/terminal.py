@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchkit.model import AuditResult
+from patchkit.audit.model import AuditResult
 from patchkit.report.i18n import reason_texts, t
 
 STYLE = {

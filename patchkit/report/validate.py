@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchkit.model import AuditResult
+from patchkit.audit.model import AuditResult
 
 SEVERITIES = {"high", "medium", "low", "info"}
 LEVELS = {"close-read", "skim"}

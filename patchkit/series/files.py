@@ -15,9 +15,10 @@ from pathlib import Path
 
 from patchkit import __version__
 from patchkit.diff.hunks import diffstat
+from patchkit.diff.model import Commit, Patch
 from patchkit.diff.parse import parse_text, read_text
 from patchkit.errors import UserError
-from patchkit.model import Commit, Patch, Series, SplitPatch
+from patchkit.series.model import Series, SplitPatch
 from patchkit.series.overlays import OVERLAY_DIR, Overlay, load_overlay, write_overlay
 
 SERIES_FILE = "series"

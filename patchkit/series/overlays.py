@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from patchkit.diff.hunks import split_lines
+from patchkit.diff.model import FilePatch
 from patchkit.errors import UserError
-from patchkit.model import FilePatch
 
 OVERLAY_DIR = "overlays"
 ABSENT = "absent"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from patchkit import git
-from patchkit.model import FilePatch, Hunk
+from patchkit.diff.model import FilePatch, Hunk
 
 Side = tuple[bytes | None, str | None]
 

@@ -21,15 +21,18 @@ from patchkit.diff.hunks import (
     splice_plan,
     split_lines,
 )
+from patchkit.diff.model import FilePatch, Replay
 from patchkit.diff.parse import parse_diff
 from patchkit.errors import UserError
-from patchkit.model import Assignment, Domain, FilePatch, Pin, Replay, Series, SplitPatch
+from patchkit.series.model import Assignment, Series, SplitPatch
 from patchkit.series.overlays import Overlay, base_matches, take_overlays
 from patchkit.split.build import NotRepresentable, step_file_patch
+from patchkit.split.model import Domain
 from patchkit.split.names import follow_definitions
 from patchkit.split.rules import Classifier, LineVerdict
 from patchkit.split.scratch import scratch_dir
 from patchkit.split.syntax import PendingCheck, start
+from patchkit.values import Pin
 
 Origin = tuple[int | None, int | None]  # (commit index that added the line, base line index)
 Side = tuple[bytes | None, str | None]  # (content or None when absent, git mode)

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from patchkit.errors import UserError
-from patchkit.model import Domain, DomainRule
+from patchkit.split.model import Domain, DomainRule
 
 DEFAULT_RULES = "default-domains.toml"
 

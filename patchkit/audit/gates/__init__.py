@@ -6,12 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchkit.audit.model import GateResult, GateStatus
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, apply_file_patch
-from patchkit.model import Commit, FilePatch, GateResult, GateStatus, Message
+from patchkit.diff.model import Commit, FilePatch
 from patchkit.report.i18n import message_text
 from patchkit.series.overlays import Overlay as WholeFile
 from patchkit.series.overlays import base_matches, mismatch
+from patchkit.values import Message
 
 Overlay = dict[str, bytes | None]  # path -> content after some patches (None = deleted)
 

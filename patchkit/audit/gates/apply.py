@@ -6,9 +6,10 @@ import time
 from dataclasses import dataclass
 
 from patchkit.audit.gates import Overlay, PatchUnderAudit, apply_patch, gate_result
+from patchkit.audit.model import GateResult
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
-from patchkit.model import GateResult, Message
+from patchkit.values import Message
 
 
 @dataclass

@@ -6,8 +6,10 @@ import email.utils
 import time
 
 from patchkit.audit.gates import PatchUnderAudit, gate_result
-from patchkit.model import Commit, GateResult, Message
+from patchkit.audit.model import GateResult
+from patchkit.diff.model import Commit
 from patchkit.report.i18n import message_text
+from patchkit.values import Message
 
 
 def identity(value: str) -> tuple[str, str] | None:

@@ -12,7 +12,8 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 
 from patchkit.audit.gates import NOT_APPLIED, PatchUnderAudit, Trees, gate_result, write_overlay
-from patchkit.model import GateResult, Message
+from patchkit.audit.model import GateResult
+from patchkit.values import Message
 
 CONFIG_NAMES = ("pyproject.toml", "ruff.toml", ".ruff.toml")
 NO_WHITESPACE_CHECK = (".md", ".patch", ".diff")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from patchkit import cache
 from patchkit.audit.gates import Overlay, PatchUnderAudit, gate_result
+from patchkit.audit.model import GateResult
 from patchkit.audit.testselect import (
     OUTCOME_FORMAT,
     Outcome,
@@ -23,7 +24,7 @@ from patchkit.audit.testselect import (
     select_tests,
     summary_message,
 )
-from patchkit.model import GateResult, Message
+from patchkit.values import Message
 
 _PROBE = (
     "import json, platform, sys\n"

@@ -26,7 +26,8 @@ from patchkit.audit.guide.findings import (
 )
 from patchkit.audit.guide.priority import CONTRACT_PATHS, _follow_ups, _order, _priority
 from patchkit.audit.guide.view import Source, _Images, _view
-from patchkit.model import Commit, FilePatch, Finding
+from patchkit.audit.model import Finding
+from patchkit.diff.model import Commit, FilePatch
 
 __all__ = [
     "CONSTRAINT_KWARGS",

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from patchkit.audit.guide.findings import _call_name, _finding, _is_literal, changed
 from patchkit.audit.guide.view import NodeIndex, _FileView
-from patchkit.model import Commit, FilePatch, Finding
+from patchkit.audit.model import Finding
+from patchkit.diff.model import Commit, FilePatch
 from patchkit.report.i18n import both
 
 _FILE_MENTION = re.compile(

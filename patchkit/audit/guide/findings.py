@@ -11,7 +11,7 @@ import fnmatch
 import re
 
 from patchkit.audit.guide.view import NodeIndex, _FileView
-from patchkit.model import Finding
+from patchkit.audit.model import Finding
 from patchkit.report.i18n import both
 
 PRE_IMAGE_KINDS = frozenset({"public-symbol-removed", "assert-weakened"})

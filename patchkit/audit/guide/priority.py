@@ -5,7 +5,8 @@ from __future__ import annotations
 import fnmatch
 
 from patchkit.audit.guide.crossfile import _is_test
-from patchkit.model import FilePatch, Finding
+from patchkit.audit.model import Finding
+from patchkit.diff.model import FilePatch
 from patchkit.report.i18n import LANGS, both
 
 CONTRACT_PATHS = ("vllm/config/*", "*/protocol.py", "vllm/envs.py", "*_args.py", "vllm/outputs.py")

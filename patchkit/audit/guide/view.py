@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
 
-from patchkit.model import FilePatch
+from patchkit.diff.model import FilePatch
 
 Source = Callable[[str], "bytes | None"]
 

@@ -1,0 +1,63 @@
+"""Audit records: gate results, guide findings, per-patch verdicts and the whole result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from patchkit.diff.model import Commit
+from patchkit.values import SCHEMA_VERSION, JsonMixin, Message, Pin
+
+GateStatus = Literal["passed", "failed", "could-not-run", "skipped"]
+Verdict = Literal["ready", "needs-work", "blocked"]
+
+
+@dataclass
+class GateResult(JsonMixin):
+    gate: str
+    status: GateStatus
+    summary: str  # English; JSON consumers and CI logs read it
+    details: dict[str, Any] = field(default_factory=dict)
+    duration: float = 0.0
+    cached: bool = False
+    message: Message | None = None  # ``summary`` for the catalogues; None in records before it
+
+
+@dataclass
+class Finding(JsonMixin):
+    """One reviewer-guide finding."""
+
+    kind: str
+    severity: Literal["high", "medium", "low", "info"]
+    file: str
+    line: int
+    message: dict[str, str]  # {"en": ..., "zh": ...}
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PatchAudit(JsonMixin):
+    patch: str  # file name
+    domain: str
+    title: dict[str, str]
+    gates: list[GateResult]
+    verdict: Verdict
+    reasons: list[str]  # English
+    files: list[dict[str, Any]] = field(default_factory=list)  # path, added, removed
+    commits: list[Commit | None] = field(default_factory=list)
+    depends_on: list[str] = field(default_factory=list)
+    diff: str = ""
+    guide: dict[str, Any] = field(default_factory=dict)  # findings, priority, order, follow_ups
+    reason_messages: list[Message] = field(default_factory=list)  # ``reasons`` for the catalogues, same order
+
+
+@dataclass
+class AuditResult(JsonMixin):
+    series_dir: str
+    base: Pin
+    patches: list[PatchAudit]
+    verdict: Verdict
+    environment: dict[str, Any] = field(default_factory=dict)
+    shard: str | None = None  # "I/N"
+    created: str = ""
+    schema: int = SCHEMA_VERSION

@@ -1,0 +1,22 @@
+"""Domain rules as the split reads them from domains.toml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from patchkit.values import JsonMixin
+
+
+@dataclass
+class DomainRule(JsonMixin):
+    paths: list[str]
+    patterns: list[str] = field(default_factory=list)  # regexes over changed lines; empty = whole file
+
+
+@dataclass
+class Domain(JsonMixin):
+    name: str
+    title: dict[str, str]  # {"en": ..., "zh": ...}
+    rules: list[DomainRule]
+    tests: list[str] = field(default_factory=list)  # upstream test paths or templates ({stem}, {path})
+    fallback: bool = False
