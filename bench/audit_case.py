@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from bench import synth
-from bench.cases import CaseResult, git_env, patchkit_command
+from bench.cases import CaseResult, available, git_env, patchkit_command
 from bench.measure import measure_pair
 
 GATES = "apply,ruff,dco"
@@ -98,3 +98,15 @@ def _verdict(path: Path) -> str | None:
         return json.loads(path.read_text("utf-8")).get("verdict")
     except (OSError, ValueError, AttributeError):
         return None
+
+
+# -- case 4: audit --------------------------------------------------------------------------------
+
+
+def audit_cases(runs: int, work: Path) -> list[CaseResult]:
+    """Full audit vs a naive per-patch script, and a warm re-audit of the unchanged series."""
+    names = ["audit --gates apply,ruff,dco synthetic 1x", "warm re-audit (unchanged series)"]
+    reason = available("audit")
+    if reason:
+        return [CaseResult("4", n, unavailable=f"not available: {reason}") for n in names]
+    return run_audit_cases(runs, work, names)

@@ -199,7 +199,7 @@ def _site_packages(base: Path, dest: Path) -> Path:
     return dest
 
 
-def _available(verb: str) -> str | None:
+def available(verb: str) -> str | None:
     proc = subprocess.run([*patchkit_command(), verb, "--help"], capture_output=True, text=True)
     if proc.returncode != 0:
         return (
@@ -211,7 +211,7 @@ def _available(verb: str) -> str | None:
 def apply_cases(runs: int, work: Path, scale: int = 1) -> list[CaseResult]:
     """apply --check and apply of a split series to a checkout and a site-packages tree vs git apply."""
     names = [f"apply{flag} -> {kind}" for kind in ("checkout", "site-packages") for flag in (" --check", "")]
-    reason = _available("apply")
+    reason = available("apply")
     if reason:
         return [CaseResult("2", n, unavailable=f"not available: {reason}") for n in names]
     replay = synth.generate(work / f"synth-{scale}x", scale=scale)
@@ -295,7 +295,7 @@ def startup_cases(runs: int, work: Path) -> list[CaseResult]:
         result.target = "median <= 0.3 s"
         result.verdict = "PASS" if result.candidate.median <= 0.3 else "MISS"
     results.append(result)
-    reason = _available("status")
+    reason = available("status")
     if reason:
         results.append(CaseResult("3", "patchkit status (no-op)", unavailable=f"not available: {reason}"))
         return results
@@ -315,17 +315,3 @@ def startup_cases(runs: int, work: Path) -> list[CaseResult]:
 def _startup(name: str, command: list[str], baseline: list[str], runs: int, work: Path) -> CaseResult:
     cand, base = measure_pair(command, baseline, runs, cwd=work)
     return CaseResult("3", name, cand, "python -c pass", base)
-
-
-# -- case 4: audit --------------------------------------------------------------------------------
-
-
-def audit_cases(runs: int, work: Path) -> list[CaseResult]:
-    """Full audit vs a naive per-patch script, and a warm re-audit of the unchanged series."""
-    names = ["audit --gates apply,ruff,dco synthetic 1x", "warm re-audit (unchanged series)"]
-    reason = _available("audit")
-    if reason:
-        return [CaseResult("4", n, unavailable=f"not available: {reason}") for n in names]
-    from bench.audit_case import run_audit_cases
-
-    return run_audit_cases(runs, work, names)

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import cases
+from bench import audit_case, cases
 from bench.cases import CaseResult
 
 ALL_CASES = ("split", "apply", "startup", "audit")
@@ -65,7 +65,7 @@ def run_cases(args: argparse.Namespace, work: Path) -> tuple[list[CaseResult], d
     if "startup" in args.cases:
         add(cases.startup_cases(args.runs, work))
     if "audit" in args.cases:
-        add(cases.audit_cases(args.runs, work))
+        add(audit_case.audit_cases(args.runs, work))
     return results, notes
 
 

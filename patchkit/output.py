@@ -1,23 +1,20 @@
 """Terminal output for the commands, kept apart from the logic.
 
 Plain ``print`` for the short-lived commands (split, apply, status: importing rich would cost them
-more than their work); rich only where a report is rendered (``_console``)."""
+more than their work); rich only where a report is rendered (``console``)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from patchkit.console import rich_console
 from patchkit.diff.model import Replay
 from patchkit.series.model import Series
 
 
-def _console(stderr: bool = False):
-    from rich.console import Console
-
-    stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 160  # pipes and CI logs: do not squeeze tables to 80
-    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+def console(stderr: bool = False):
+    return rich_console(stderr)
 
 
 def error(message: str) -> None:

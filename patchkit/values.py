@@ -115,3 +115,8 @@ class Pin(JsonMixin):
     rev: str | None = None
     path: str | None = None
     tree_hash: str | None = None  # content hash of the prepared tree
+
+
+def message(key: str, **params: Any) -> dict[str, Any]:
+    """A catalogue message as plain data (``{"key", "params"}``); ``report/`` turns it into words."""
+    return {"key": key, "params": params}

@@ -5,14 +5,21 @@ import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 from typer.testing import CliRunner
 
-from patchkit.audit.engine import in_shard, merge_results, parse_shard, patch_verdict, worst
+from patchkit.audit.engine import in_shard, merge_results, parse_shard, verdict_reasons, worst
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit
 from patchkit.cli import app
 from patchkit.errors import UserError
+from patchkit.report.i18n import message_text
 from patchkit.values import Pin
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"
+
+
+def patch_verdict(gates):
+    """The verdict and its reasons as the JSON record words them (report/ renders them)."""
+    verdict, reasons = verdict_reasons(gates)
+    return verdict, [message_text(reason) for reason in reasons]
 
 
 def g(gate, status, summary="s"):

@@ -4,6 +4,7 @@ from patchkit.audit.gates import PatchUnderAudit
 from patchkit.audit.gates.apply import apply_gate, needed_patches, series_states
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
+from patchkit.report.words import gate_summary
 
 CALC = (fake_base.__globals__["FAKE_TREE"] / "vllm" / "calc.py").read_text()
 
@@ -31,9 +32,9 @@ def test_alone_in_series_and_needs(tmp_path):
     assert first.status == "passed" and first.details["needs"] == []
     second = apply_gate(base, patches[1], patches[:1], states[1])
     assert second.status == "passed" and second.details["alone"] == "does not apply"
-    assert second.summary == "applies in series; needs 0001-a.patch first"
+    assert gate_summary(second) == "applies in series; needs 0001-a.patch first"
     third = apply_gate(base, patches[2], patches[:2], states[2])
-    assert third.status == "failed" and "does not apply" in third.summary
+    assert third.status == "failed" and "does not apply" in gate_summary(third)
     assert needed_patches(base, patches[1], patches[:1]) == ["0001-a.patch"]
 
 

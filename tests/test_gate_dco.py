@@ -6,6 +6,7 @@ from patchkit.audit.gates.dco import check_commit, dco_gate, identity
 from patchkit.diff.model import Commit, Trailer
 from patchkit.diff.parse import parse_text, parse_trailers
 from patchkit.report.i18n import message_text
+from patchkit.report.words import gate_summary
 
 
 def _commit(trailers, author="Ada Dev", email="Ada@Example.org"):
@@ -69,9 +70,9 @@ def test_gate_on_format_patch_and_plain_diff():
     signed = _patch(patch_text(diff, trailers="Signed-off-by: Ada Dev <ada@example.org>"))
     assert dco_gate(signed).status == "passed"
     unsigned = dco_gate(_patch(patch_text(diff)))
-    assert unsigned.status == "failed" and "1111111111" in unsigned.summary
+    assert unsigned.status == "failed" and "1111111111" in gate_summary(unsigned)
     plain = dco_gate(_patch(patch_text(diff, author=None)))
-    assert plain.status == "failed" and "no commit metadata" in plain.summary
+    assert plain.status == "failed" and "no commit metadata" in gate_summary(plain)
     assert plain.details["commits"][0]["ok"] is False
 
 

@@ -7,6 +7,7 @@ from patchkit.audit.gates import PatchUnderAudit, Trees, apply_files
 from patchkit.audit.gates.ruff import added_findings, ruff_gate
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
+from patchkit.report.words import gate_summary
 
 needs_ruff = pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
 
@@ -40,7 +41,7 @@ def test_only_added_findings_count_and_shifted_lines_are_not_new(tmp_path):
 @needs_ruff
 def test_clean_change_passes(tmp_path):
     result = _gate(tmp_path, BASE, BASE.replace("return 2", "return 3"))
-    assert result.status == "passed", result.summary
+    assert result.status == "passed", gate_summary(result)
 
 
 @needs_ruff
@@ -61,7 +62,7 @@ def test_whitespace_and_blank_line_at_eof(tmp_path, monkeypatch):
 def test_no_ruff_is_could_not_run(tmp_path, monkeypatch):
     monkeypatch.setattr("patchkit.audit.gates.ruff.ruff_command", lambda: None)
     result = _gate(tmp_path, BASE, BASE.replace("2", "3"))
-    assert result.status == "could-not-run" and "not installed" in result.summary
+    assert result.status == "could-not-run" and "not installed" in gate_summary(result)
 
 
 def test_added_findings_is_a_multiset_difference():

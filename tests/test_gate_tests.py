@@ -8,6 +8,7 @@ from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings, materialise
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
+from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
 from patchkit.values import Pin
 
@@ -30,8 +31,8 @@ def build(tmp_path: Path, patches: dict[str, str]):
 def audit(base, pin, series, gates=("apply", "tests"), use_cache=True):
     settings = TestSettings(python=sys.executable, base_root=base.root, base_hash=pin.tree_hash,
                             test_timeout=120, use_cache=use_cache)  # fmt: skip
-    options = AuditOptions(gates=list(gates), jobs=2, use_cache=use_cache, tests=settings)
-    return run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options)
+    options = AuditOptions(gates=list(gates), jobs=2, use_cache=use_cache, settings={"tests": settings})
+    return fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
 
 
 def gate(result, patch_index, name="tests"):
@@ -94,8 +95,8 @@ def test_unprepared_environment_is_could_not_run(tmp_path, cache):
     base, pin, series = build(tmp_path, {"0001-calc.patch": calc})
     settings = TestSettings(python=sys.executable, base_root=base.root, base_hash=pin.tree_hash,
                             env_error="torch==2.13.0: exit 1")  # fmt: skip
-    options = AuditOptions(gates=["tests"], use_cache=False, tests=settings)
-    result = run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options)
+    options = AuditOptions(gates=["tests"], use_cache=False, settings={"tests": settings})
+    result = fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
     assert gate(result, 0).status == "could-not-run" and "torch==2.13.0" in gate(result, 0).summary
 
 

@@ -9,6 +9,7 @@ import pytest
 from patchkit.audit.guide import review_guide
 from patchkit.diff.model import Commit, FilePatch
 from patchkit.diff.parse import parse_diff
+from patchkit.report.words import in_all_languages
 
 
 def file_patch(path: str, old: str | None, new: str | None) -> FilePatch:
@@ -31,7 +32,7 @@ def guide(changes: dict[str, tuple[str | None, str | None]], commits=(), source_
     files = [file_patch(path, old, new) for path, (old, new) in changes.items()]
     pre = {p: (o.encode() if o is not None else None) for p, (o, _) in changes.items()}
     post = {p: (n.encode() if n is not None else None) for p, (_, n) in changes.items()}
-    return review_guide(files, pre.get, post.get, list(commits), "test", source_files)
+    return in_all_languages(review_guide(files, pre.get, post.get, list(commits), "test", source_files))
 
 
 def kinds(result: dict) -> list[str]:

@@ -105,7 +105,7 @@ def test_overlay_content_outside_is_refused(tmp_path: Path) -> None:
     (series / "overlays/evil.toml").write_text(
         'target = "vllm/x.py"\nbase_sha256 = "absent"\ncontent = "../../secret"\n'
     )
-    from patchkit.series.overlays import load_overlays
+    from patchkit.series.files import load_overlays
 
     with pytest.raises(UserError, match="must be a file beside the overlay"):
         load_overlays(series)

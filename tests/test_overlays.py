@@ -9,7 +9,7 @@ import pytest
 from test_apply import make_checkout, run, tree_digest
 
 from patchkit.errors import UserError
-from patchkit.series.overlays import load_overlays
+from patchkit.series.files import load_overlays
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ from test_apply import run, tree_digest
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.base.tree import BaseTree
 from patchkit.errors import UserError
+from patchkit.report.words import fill_words
 from patchkit.series.files import load_entries, read_series_lines
 from patchkit.values import Pin
 
@@ -121,7 +122,7 @@ def test_tampered_overlay_is_refused_nothing_changed(series: Path, tmp_path: Pat
 def test_audit_runs_the_gates_over_overlays(series: Path) -> None:
     base = FIXTURES / "base"
     options = AuditOptions(gates=["apply", "ruff", "dco"], use_cache=False)
-    result = run_audit(series, BaseTree(base), Pin(path=str(base)), _rules(), options)
+    result = fill_words(run_audit(series, BaseTree(base), Pin(path=str(base)), _rules(), options))
     by_name = {pa.patch: pa for pa in result.patches}
     assert list(by_name) == ["0001-tool-parser.patch", OVERLAY_2, "0003-serving.patch"]
     tool = by_name["0001-tool-parser.patch"]
@@ -144,7 +145,7 @@ def test_audit_apply_gate_checks_the_overlay_preimage(series: Path) -> None:
     toml.write_text(_rehash(toml))
     base = FIXTURES / "base"
     options = AuditOptions(gates=["apply"], use_cache=False)
-    result = run_audit(series, BaseTree(base), Pin(path=str(base)), _rules(), options)
+    result = fill_words(run_audit(series, BaseTree(base), Pin(path=str(base)), _rules(), options))
     alone = next(pa for pa in result.patches if pa.patch == OVERLAY_2)
     assert alone.verdict == "blocked" and "the overlay replaces" in alone.gates[0].summary
 

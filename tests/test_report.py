@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkit.audit.model import AuditResult, GateResult, PatchAudit
-from patchkit.commands.report import merge_locally
+from patchkit.audit.model import AuditResult
 from patchkit.report import render_all
 from patchkit.report.html import render_html
 from patchkit.report.i18n import catalogue, default_lang, t
@@ -117,22 +116,6 @@ def test_html_escapes_every_input_string():
     html = render_html(load("audit_hostile.json"), "zh")
     assert "<script>document" not in html and "<img src=x" not in html
     assert "&lt;script&gt;" in html
-
-
-def test_local_merge_dedupes_and_takes_the_worst_verdict():
-    result = load()
-    ready = PatchAudit(
-        "0003-x.patch", "x", {"en": "x", "zh": "x"}, [GateResult("apply", "passed", "ok")], "ready", []
-    )
-    a = AuditResult(result.series_dir, result.base, [result.patches[1], ready], "needs-work", created="1")
-    b = AuditResult(result.series_dir, result.base, [result.patches[0], ready], "blocked", created="2")
-    merged = merge_locally([a, b])
-    assert [p.patch for p in merged.patches] == [
-        "0002-logging.patch",
-        "0003-x.patch",
-        "0001-spec-decode.patch",
-    ]
-    assert merged.verdict == "blocked"
 
 
 def test_report_command_writes_everything(tmp_path):

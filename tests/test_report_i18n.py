@@ -26,6 +26,7 @@ from patchkit.report.i18n import catalogue, localise, message_text, reason_texts
 from patchkit.report.junit import render_junit
 from patchkit.report.markdown import render_markdown
 from patchkit.report.terminal import print_summary
+from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
 from patchkit.values import Message, Pin
 
@@ -79,8 +80,10 @@ def _audit_json(tmp_path: Path) -> dict:
     series = write_series(tmp_path / "series", patches)
     pin = Pin(source="path", path=str(root), tree_hash=tree_hash(root))
     settings = TestSettings(python=sys.executable, base_root=root, base_hash=pin.tree_hash, test_timeout=120)
-    options = AuditOptions(gates=["apply", "ruff", "dco", "tests"], tests=settings)
-    result = run_audit(series, BaseTree(root), pin, load_rules(FAKE_TREE / "domains.toml"), options)
+    options = AuditOptions(gates=["apply", "ruff", "dco", "tests"], settings={"tests": settings})
+    result = fill_words(
+        run_audit(series, BaseTree(root), pin, load_rules(FAKE_TREE / "domains.toml"), options)
+    )
     return json.loads(json.dumps(result.to_dict()))
 
 

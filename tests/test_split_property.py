@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
 from patchkit.series.files import load_entries, write_series
+from patchkit.split.depends import compute_dependencies
 from patchkit.split.proof import prove
-from patchkit.split.replay import compute_dependencies, split_replay
+from patchkit.split.replay import split_replay
 from patchkit.split.rules import parse_rules
 
 TOKENS = ["alpha", "beta", "gamma", "delta"]

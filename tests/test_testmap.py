@@ -8,9 +8,10 @@ from patchkit.audit.testselect import (
     module_of,
     parse_junit,
     select_tests,
-    summarise,
+    summary_message,
 )
 from patchkit.diff.model import FilePatch
+from patchkit.report.i18n import message_text
 
 
 @pytest.mark.parametrize(
@@ -105,7 +106,7 @@ def test_compare_categories():
     assert cmp.rows["passed"] == ["p"] and cmp.rows["regressed"] == ["r"]
     assert cmp.rows["fixed"] == ["f"] and cmp.rows["still-failing"] == ["half", "s"]
     assert cmp.rows["could-not-run"] == ["env"] and cmp.rows["new-passed"] == ["n"]
-    assert summarise(cmp) == (
+    assert message_text(summary_message(cmp)) == (
         "1 passed on both; 1 fixed; 2 still-failing; 1 new-passed; "
         "1 could-not-run (no-accelerator); 1 regressed"
     )
@@ -153,4 +154,4 @@ def test_teardown_environment_error_keeps_the_body_verdict():
     cmp = compare(out, out)
     assert cmp.count("passed") == 1 and cmp.teardown["no-accelerator"] == 1
     expected = "1 passed on both (teardown then hit the environment: no-accelerator 1)"
-    assert summarise(cmp).startswith(expected)
+    assert message_text(summary_message(cmp)).startswith(expected)

@@ -15,36 +15,32 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from patchkit import cache
+from patchkit.audit import guide
 from patchkit.audit.gates import (
     NOT_APPLIED,
-    Overlay,
+    GateContext,
     PatchUnderAudit,
+    SeriesState,
     Trees,
     apply_files,
-    apply_patch,
     gate_result,
 )
-from patchkit.audit.gates.apply import SeriesState, apply_gate, series_states
-from patchkit.audit.gates.dco import dco_gate
-from patchkit.audit.gates.ruff import ruff_gate, ruff_version
-from patchkit.audit.gates.tests import TestSettings, environment, tests_gate
+from patchkit.audit.gates.apply import series_states
+from patchkit.audit.gates.registry import GATES, REGISTRY
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit, Verdict
-from patchkit.audit.testselect import OUTCOME_FORMAT
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, render_diff
 from patchkit.diff.model import FilePatch
+from patchkit.diff.pairs import diff_sides
 from patchkit.errors import UserError
-from patchkit.report.i18n import message_text
 from patchkit.series.files import load_entries, load_split_json
 from patchkit.split.model import Domain
-from patchkit.split.replay import diff_sides
 from patchkit.split.rules import Classifier
 from patchkit.values import Message, Pin
 
-GATES = ("apply", "ruff", "dco", "tests")
-RUFF_GATE_FORMAT = 2  # bump when how the ruff gate stages or compares changes: cached results expire
 GATE_RESULT_FORMAT = 2  # bump when a cached GateResult's shape changes (2: message keys): every gate expires
 _RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
 
@@ -72,12 +68,6 @@ def verdict_reasons(gates: list[GateResult]) -> tuple[Verdict, list[Message]]:
         ran = [g.gate for g in gates if g.status == "passed"]
         reasons.insert(0, Message("reason.all-passed", {"gates": ran}) if ran else Message("reason.none-ran"))
     return verdict, reasons
-
-
-def patch_verdict(gates: list[GateResult]) -> tuple[Verdict, list[str]]:
-    """The verdict and its reasons in English (what ``PatchAudit.reasons`` records)."""
-    verdict, reasons = verdict_reasons(gates)
-    return verdict, [message_text(reason) for reason in reasons]
 
 
 def worst(verdicts: list[Verdict]) -> Verdict:
@@ -218,7 +208,7 @@ class AuditOptions:
     jobs: int = 2
     use_cache: bool = True
     shard: tuple[int, int] | None = None
-    tests: TestSettings | None = None  # required when "tests" is among the gates
+    settings: dict[str, Any] = field(default_factory=dict)  # per gate, e.g. {"tests": TestSettings}
     progress: Callable[[str], None] | None = None
     extra_environment: dict = field(default_factory=dict)
 
@@ -244,10 +234,8 @@ def run_audit(
         audits = list(pool.map(audit_one, chosen))
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
            "series_patches": [p.name for p in patches]}  # fmt: skip
-    if "ruff" in options.gates:
-        env["ruff"] = ruff_version()
-    if "tests" in options.gates and options.tests is not None:
-        env["tests"] = environment(options.tests.python)
+    for name in options.gates:
+        env.update(REGISTRY[name].environment(options.settings))
     shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
     return AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
 
@@ -257,20 +245,21 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
     trees = Trees(base, state.pre, state.post)
     results: list[GateResult] = []
     needs: list[str] = patch.declared_needs or []
-    for gate in [g for g in GATES if g in options.gates]:
-        config = _gate_config(gate, options)
-        key = gate_key(gate, patch, earlier, base_hash, config)
+    applied = state.post is not None
+    for gate in [REGISTRY[name] for name in GATES if name in options.gates]:
+        ctx = GateContext(patch, earlier, state, trees, needs, options.settings)
+        key = gate_key(gate.name, patch, earlier, base_hash, gate.cache_config(ctx))
         cached = cache.get_json("audit-gate", key) if options.use_cache else None
         if cached is not None:
             result = replace(GateResult.from_dict(cached), cached=True)
-        elif gate != "apply" and results and results[0].gate == "apply" and results[0].status == "failed":
-            result = gate_result(gate, "skipped", NOT_APPLIED)
+        elif gate.needs_applied and not applied and any(r.gate == "apply" for r in results):
+            result = gate_result(gate.name, "skipped", NOT_APPLIED)
         else:
-            result = _run_gate(gate, patch, earlier, state, trees, needs, options)
+            result = gate.run(ctx)
             if options.use_cache and result.status != "skipped":
                 cache.put_json("audit-gate", key, result.to_dict())
-        if gate == "apply":
-            needs = result.details.get("needs", needs)
+        if "needs" in result.details:
+            needs = result.details["needs"]
         results.append(result)
     verdict, reasons = verdict_reasons(results)
     return PatchAudit(
@@ -279,7 +268,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         title=patch.title,
         gates=results,
         verdict=verdict,
-        reasons=[message_text(reason) for reason in reasons],
+        reasons=[],  # report/ renders them from reason_messages
         reason_messages=reasons,
         files=[{"path": fp.path, "added": fp.added, "removed": fp.removed} for fp in patch.changed_files],
         commits=patch.commits,
@@ -289,60 +278,10 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
     )
 
 
-def _gate_config(gate: str, options: AuditOptions) -> object:
-    if gate == "ruff":
-        return [ruff_version(), RUFF_GATE_FORMAT]
-    if gate == "tests" and options.tests is not None:
-        t = options.tests
-        return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT]
-    return None
-
-
-def _run_gate(gate: str, patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState,
-              trees: Trees, needs: list[str], options: AuditOptions) -> GateResult:  # fmt: skip
-    if gate == "apply":
-        return apply_gate(trees.base, patch, earlier, state)
-    if gate == "ruff":
-        return ruff_gate(patch, trees)
-    if gate == "dco":
-        return dco_gate(patch)
-    if options.tests is None:
-        return gate_result("tests", "could-not-run", Message("gate.tests.no-settings"))
-    pre, post = _test_sides(trees.base, patch, earlier, needs, state)
-
-    def exists(path: str) -> bool:
-        in_post = post is not None and any(p == path or p.startswith(path.rstrip("/") + "/") for p in post)
-        return in_post or trees.base.resolve(path).exists()
-
-    return tests_gate(patch, pre, post, options.tests, exists)
-
-
-def _test_sides(
-    base: BaseTree, patch, earlier, needs: list[str], state: SeriesState
-) -> tuple[Overlay, Overlay | None]:
-    """Base side = base + only the patches this one needs (so independent patches share one cached
-    baseline); patched side = that + this patch. Falls back to the series order."""
-    pre: Overlay = {}
-    try:
-        for other in earlier:
-            if other.name in needs:
-                apply_patch(other, base.read, pre)
-        post = dict(pre)
-        apply_patch(patch, base.read, post)
-    except (HunkMismatch, ValueError):
-        return state.pre, state.post
-    return pre, post
-
-
 def _guide(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], trees: Trees, base_hash: str,
            use_cache: bool) -> dict:  # fmt: skip
-    """The reviewer guide (patchkit.audit.guide, when installed), cached like a gate."""
-    try:
-        from patchkit.audit import guide
-    except ImportError:
-        return {}
+    """The reviewer guide (messages, not words: report/ renders them), cached like a gate."""
     sources = sorted(Path(guide.__file__).parent.glob("*.py"))  # every module of the package
-    sources += sorted((Path(guide.__file__).parent.parent / "report" / "i18n").glob("*.json"))  # its texts
     version = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
     key = gate_key("guide", patch, earlier, base_hash, version)
     if use_cache and (hit := cache.get_json("audit-guide", key)) is not None:

@@ -31,7 +31,7 @@ class Finding(JsonMixin):
     severity: Literal["high", "medium", "low", "info"]
     file: str
     line: int
-    message: dict[str, str]  # {"en": ..., "zh": ...}
+    message: dict[str, Any]  # {"key", "params"} from the guide; {"en": ..., "zh": ...} once report/ filled it
     evidence: list[str] = field(default_factory=list)
 
 

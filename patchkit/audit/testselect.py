@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from patchkit.diff.model import FilePatch
-from patchkit.report.i18n import message_text
 from patchkit.values import Message
 
 OWN_PACKAGES = ("vllm", "tests")  # an ImportError of these is the code's fault, not the environment's
@@ -238,8 +237,3 @@ def summary_message(cmp: Comparison) -> Message:
 def _cause(name: str, count: int, counted: bool) -> dict:
     cause = Message(f"tests.cause.{name}").to_dict()
     return Message("tests.cause.count", {"cause": cause, "count": count}).to_dict() if counted else cause
-
-
-def summarise(cmp: Comparison) -> str:
-    """The summary in English, as ``GateResult.summary`` records it."""
-    return message_text(summary_message(cmp))

@@ -17,8 +17,8 @@ from pathlib import Path, PurePosixPath
 
 from patchkit.errors import CheckFailed
 
-_SKIP_DIRS = {".git", "__pycache__"}
-_CHUNK = 1 << 20
+SKIP_DIRS = {".git", "__pycache__"}
+CHUNK = 1 << 20
 
 
 # --------------------------------------------------------------------------- safe extraction
@@ -129,10 +129,10 @@ def _extract_zip(archive: Path, dest: Path) -> None:
 # --------------------------------------------------------------------------- tree hash
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
+        while chunk := handle.read(CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
 
@@ -143,7 +143,7 @@ def tree_hash(root: Path) -> str:
     """
     entries = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
         for name in [
             *filenames,
             *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))),
@@ -154,7 +154,7 @@ def tree_hash(root: Path) -> str:
                 mode, digest = "120000", hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
             elif stat.S_ISREG(info.st_mode):
                 mode = "100755" if info.st_mode & 0o111 else "100644"
-                digest = _sha256_file(path)
+                digest = sha256_file(path)
             else:
                 continue
             entries.append((path.relative_to(root).as_posix(), mode, digest))

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from urllib.request import url2pathname
 
 from patchkit import cache
-from patchkit.base.archive import _CHUNK, _sha256_file
+from patchkit.base.archive import CHUNK, sha256_file
 from patchkit.errors import CheckFailed, UserError
 
 PYPI_SIMPLE = "https://pypi.org/simple/"
@@ -68,6 +68,11 @@ def _pip_config() -> dict[str, str]:
         if parser.has_section(section):
             values.update({k.replace("_", "-"): v for k, v in parser.items(section)})
     return values
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 project name normalisation."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def index_url() -> str:
@@ -171,7 +176,6 @@ def _project_files(page_url: str) -> list[tuple[str, str, str | None]] | None:
 
 
 def _is_sdist_of(filename: str, name: str, version: str) -> bool:
-    from patchkit.base.pin import normalize_name  # here, not at the top: pin imports this module
 
     for ext in (".tar.gz", ".zip"):
         if filename.lower().endswith(ext):
@@ -182,7 +186,6 @@ def _is_sdist_of(filename: str, name: str, version: str) -> bool:
 
 def _find_sdist(name: str, version: str) -> tuple[str, str, str | None]:
     """(filename, url, listed sha256) of the sdist, from the first index that has it."""
-    from patchkit.base.pin import normalize_name  # here, not at the top: pin imports this module
 
     searched = []
     for index in index_urls():
@@ -202,7 +205,7 @@ def _chunks(response, total: int | None, label: str) -> Iterator[bytes]:
     if not sys.stderr.isatty():
         size = f" ({total / 1e6:.1f} MB)" if total else ""
         print(f"patchkit: downloading {label}{size}", file=sys.stderr, flush=True)
-        while chunk := response.read(_CHUNK):
+        while chunk := response.read(CHUNK):
             yield chunk
         return
     from rich.console import Console
@@ -211,7 +214,7 @@ def _chunks(response, total: int | None, label: str) -> Iterator[bytes]:
     columns = (*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(label, total=total)
-        while chunk := response.read(_CHUNK):
+        while chunk := response.read(CHUNK):
             progress.advance(task, len(chunk))
             yield chunk
 
@@ -238,7 +241,7 @@ def download_sdist(name: str, version: str, sha256: str) -> Path:
     expected = sha256.lower()
     entry = cache.store_dir("sdist", expected)
     cached = sorted(entry.glob("*")) if entry.is_dir() else []
-    if cached and _sha256_file(cached[0]) == expected:
+    if cached and sha256_file(cached[0]) == expected:
         return cached[0]
     if entry.is_dir():
         cache.remove_entry("sdist", expected)  # corrupt: never keep a mismatching file

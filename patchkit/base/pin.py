@@ -26,8 +26,8 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from patchkit import cache, git
-from patchkit.base.archive import _SKIP_DIRS, extract_archive, tree_hash
-from patchkit.base.package_index import PYPI_SIMPLE, download_sdist, index_url, index_urls
+from patchkit.base.archive import SKIP_DIRS, extract_archive, tree_hash
+from patchkit.base.package_index import PYPI_SIMPLE, download_sdist, index_url, index_urls, normalize_name
 from patchkit.errors import CheckFailed, UserError
 from patchkit.values import Pin
 
@@ -75,11 +75,6 @@ def validate_pin(pin: Pin) -> None:
     """Raise UserError unless ``pin`` names everything its source needs."""
     if problem := pin_problem(pin):
         raise UserError(problem[1])
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503 project name normalisation."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # --------------------------------------------------------------------------- bases
@@ -167,7 +162,7 @@ def _build_git_base(pin: Pin, entry: Path) -> None:
 
 
 def _build_path_copy(pin: Pin, root: Path, entry: Path) -> None:
-    shutil.copytree(root, entry / "tree", symlinks=True, ignore=shutil.ignore_patterns(*_SKIP_DIRS))
+    shutil.copytree(root, entry / "tree", symlinks=True, ignore=shutil.ignore_patterns(*SKIP_DIRS))
     _record_base(entry, pin)
 
 

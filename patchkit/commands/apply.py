@@ -11,8 +11,7 @@ from patchkit.apply import journal
 from patchkit.apply import plan as apply
 from patchkit.apply.lock import target_lock
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
-from patchkit.series.files import load_entries, load_split_json
-from patchkit.series.overlays import load_overlays
+from patchkit.series.files import load_entries, load_overlays, load_split_json
 
 TARGETS = ("checkout", "site-packages")
 

@@ -8,12 +8,15 @@ import sys
 import time
 from pathlib import Path
 
-from patchkit.audit.engine import GATES, AuditOptions, parse_shard, run_audit
+from patchkit.audit.engine import AuditOptions, parse_shard, run_audit
+from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
 from patchkit.base.tree import BaseTree
 from patchkit.config import ProjectConfig, load_config, project_config
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.report import render_all
+from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
 from patchkit.values import Pin
 
@@ -37,13 +40,13 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         jobs=jobs or config.audit.jobs,
         use_cache=not no_cache,
         shard=shard_spec,
-        tests=_test_settings(python, config, tree, pin, not no_cache, prepare_env)
+        settings={"tests": _test_settings(python, config, tree, pin, not no_cache, prepare_env)}
         if "tests" in chosen
-        else None,
+        else {},
     )
     with _progress() as tick:
         options.progress = tick
-        result = run_audit(series_dir, tree, pin, load_rules(config.series.rules), options)
+        result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
     written = write_reports(result, json_out, html, md, junit, lang)
     _print_summary(result, written, time.perf_counter() - started)
     return EXIT_OK if all(pa.verdict == "ready" for pa in result.patches) else EXIT_FAILED
@@ -116,7 +119,7 @@ def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pi
 
 def write_reports(result: AuditResult, json_out: Path | None, html: Path | None, md: Path | None,
                   junit: Path | None, lang: str) -> list[Path]:  # fmt: skip
-    """JSON always; HTML/Markdown/JUnit through patchkit.report when it is installed."""
+    """JSON always; HTML/Markdown/JUnit as asked."""
     if not any((json_out, html, md, junit)):
         json_out, html, md = (
             DEFAULT_REPORTS / "audit.json",
@@ -128,11 +131,6 @@ def write_reports(result: AuditResult, json_out: Path | None, html: Path | None,
     json_out.write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     written = [json_out]
     if html or md or junit:
-        try:
-            from patchkit.report import render_all
-        except ImportError:
-            print("patchkit: the report module is not installed; wrote JSON only", file=sys.stderr)
-            return written
         for path in (html, md, junit):
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)

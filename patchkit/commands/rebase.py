@@ -21,7 +21,7 @@ from patchkit.rebase.merge import Rebaser, SourceSeries, load_source, marker_lin
 from patchkit.rebase.outcome import PatchOutcome, RebaseReport, describe_pin, print_summary
 from patchkit.series.files import SERIES_FILE, SPLIT_JSON, format_patch, load_entries, series_record
 from patchkit.series.model import SplitPatch
-from patchkit.split.replay import compute_dependencies
+from patchkit.split.depends import compute_dependencies
 from patchkit.values import Pin
 
 STATE_DIR = ".rebase"

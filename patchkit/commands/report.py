@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from patchkit.audit.engine import merge_results
 from patchkit.audit.model import AuditResult
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.report import render_all, validate
@@ -44,34 +45,5 @@ def load(path: Path) -> AuditResult:
 
 
 def merge(results: list[AuditResult]) -> AuditResult:
-    """audit.merge_results when it exists; else a local merge (dedupe by patch name, worst verdict)."""
-    if len(results) == 1:
-        return results[0]
-    try:
-        from patchkit.audit.engine import merge_results
-    except ImportError:
-        return merge_locally(results)
-    return merge_results(results)
-
-
-def merge_locally(results: list[AuditResult]) -> AuditResult:
-    first = results[0]
-    seen: dict[str, int] = {}
-    patches = []
-    for result in results:
-        for patch in result.patches:
-            if patch.patch in seen:  # the same patch in two shards: keep the later record
-                patches[seen[patch.patch]] = patch
-            else:
-                seen[patch.patch] = len(patches)
-                patches.append(patch)
-    verdicts = [p.verdict for p in patches] or [first.verdict]
-    return AuditResult(
-        series_dir=first.series_dir,
-        base=first.base,
-        patches=patches,
-        verdict=max(verdicts, key=VERDICT_RANK.__getitem__),
-        environment=first.environment,
-        shard=None,
-        created=max(r.created for r in results),
-    )
+    """One record from the shards of one audit (same base; each patch once)."""
+    return results[0] if len(results) == 1 else merge_results(results)

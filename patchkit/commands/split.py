@@ -10,8 +10,9 @@ from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.series.files import SPLIT_JSON, load_entries, record_json, series_record, write_series
+from patchkit.split.depends import compute_dependencies
 from patchkit.split.proof import prove
-from patchkit.split.replay import compute_dependencies, split_replay
+from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
 from patchkit.values import Pin
 

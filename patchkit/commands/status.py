@@ -11,8 +11,7 @@ from patchkit.apply import sitepackages
 from patchkit.apply.lock import target_lock
 from patchkit.commands.apply import recover_note, resolve_target
 from patchkit.errors import EXIT_FAILED, EXIT_OK
-from patchkit.series.files import load_entries
-from patchkit.series.overlays import load_overlays
+from patchkit.series.files import load_entries, load_overlays
 
 
 def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,

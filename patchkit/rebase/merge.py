@@ -25,11 +25,11 @@ from patchkit.diff.hunks import (
     split_lines,
 )
 from patchkit.diff.model import Commit, FilePatch, Hunk
+from patchkit.diff.pairs import diff_pairs  # one git diff --no-index → repo-relative FilePatches
 from patchkit.errors import UserError
 from patchkit.rebase.outcome import ConflictSides, HunkOutcome
 from patchkit.series.files import load_entries, load_split_json
 from patchkit.series.model import Series, SplitPatch
-from patchkit.split.replay import _diff_pairs  # one git diff --no-index → repo-relative FilePatches
 from patchkit.values import Pin
 
 MARKER = re.compile(r"^(<{7}|>{7}|\|{7})( |$)|^={7}$")
@@ -142,7 +142,7 @@ class Rebaser:
         if not pairs:
             return None
         with tempfile.TemporaryDirectory(prefix="patchkit-rebase-") as tmp:
-            files = _diff_pairs(pairs, Path(tmp), context=3)
+            files = diff_pairs(pairs, Path(tmp), context=3)
         rebased = copy.deepcopy(sp)
         rebased.files, rebased.depends_on, rebased.sha256 = files, [], ""
         return rebased

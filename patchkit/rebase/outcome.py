@@ -79,9 +79,9 @@ def describe_pin(pin: Pin) -> str:
 def print_summary(report: RebaseReport, seconds: float) -> None:
     from rich.table import Table
 
-    from patchkit.output import _console
+    from patchkit.console import rich_console
 
-    console = _console()
+    console = rich_console()
     console.print(
         f"rebase {report.series_dir}: {describe_pin(report.old_base)} -> {describe_pin(report.new_base)}",
         markup=False,

@@ -222,6 +222,24 @@ def listed_overlays(series_dir: Path) -> set[Path]:
     return {(series_dir / n).resolve() for kind, n in read_series_lines(series_dir) if kind == "overlay"}
 
 
+def load_overlays(*dirs: Path) -> list[Overlay]:
+    """Unlisted overlays of every ``overlays/`` dir given (sorted by name): those its ``series`` file
+    does not list (listed ones apply at their place in the series); one target owned twice is an error."""
+    overlays: list[Overlay] = []
+    seen: dict[str, str] = {}
+    for directory in dict.fromkeys(d.resolve() for d in dirs if (d / OVERLAY_DIR).is_dir()):
+        listed = listed_overlays(directory)
+        for path in sorted((directory / OVERLAY_DIR).glob("*.toml")):
+            if path.resolve() in listed:
+                continue
+            overlay = load_overlay(path)
+            if overlay.target in seen:
+                raise UserError(f"{overlay.target} is also replaced by {seen[overlay.target]}", str(path))
+            seen[overlay.target] = str(path)
+            overlays.append(overlay)
+    return overlays
+
+
 def load_entries(series_dir: Path) -> list[SeriesEntry]:
     entries = []
     for kind, name in read_series_lines(series_dir):

@@ -69,26 +69,6 @@ def load_overlay(path: Path) -> Overlay:
     return Overlay(path.name, target, base, content, str(data.get("reason", "")))
 
 
-def load_overlays(*dirs: Path) -> list[Overlay]:
-    """Unlisted overlays of every ``overlays/`` dir given (sorted by name): those its ``series`` file
-    does not list (listed ones apply at their place in the series); one target owned twice is an error."""
-    from patchkit.series.files import listed_overlays  # seriesio imports this module
-
-    overlays: list[Overlay] = []
-    seen: dict[str, str] = {}
-    for directory in dict.fromkeys(d.resolve() for d in dirs if (d / OVERLAY_DIR).is_dir()):
-        listed = listed_overlays(directory)
-        for path in sorted((directory / OVERLAY_DIR).glob("*.toml")):
-            if path.resolve() in listed:
-                continue
-            overlay = load_overlay(path)
-            if overlay.target in seen:
-                raise UserError(f"{overlay.target} is also replaced by {seen[overlay.target]}", str(path))
-            seen[overlay.target] = str(path)
-            overlays.append(overlay)
-    return overlays
-
-
 def base_matches(overlay: Overlay, current: bytes | None) -> bool:
     if overlay.base_sha256 == ABSENT:
         return current is None

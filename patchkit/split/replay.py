@@ -7,35 +7,32 @@ independently, from the rendered text, that applying the series gives base + rep
 
 from __future__ import annotations
 
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkit import git
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import (
     HunkMismatch,
-    apply_file_patch,
     hunk_sides,
     render_diff,
     splice_plan,
     split_lines,
 )
 from patchkit.diff.model import FilePatch, Replay
-from patchkit.diff.parse import parse_diff
+from patchkit.diff.pairs import Side, diff_pairs
 from patchkit.errors import UserError
 from patchkit.series.model import Assignment, Series, SplitPatch
-from patchkit.series.overlays import Overlay, base_matches, take_overlays
+from patchkit.series.overlays import Overlay, take_overlays
 from patchkit.split.build import NotRepresentable, step_file_patch
+from patchkit.split.depends import absorbed_commits
 from patchkit.split.model import Domain
 from patchkit.split.names import follow_definitions
 from patchkit.split.rules import Classifier, LineVerdict
-from patchkit.split.scratch import scratch_dir
 from patchkit.split.syntax import PendingCheck, start
+from patchkit.tmpdir import scratch_dir
 from patchkit.values import Pin
 
 Origin = tuple[int | None, int | None]  # (commit index that added the line, base line index)
-Side = tuple[bytes | None, str | None]  # (content or None when absent, git mode)
 
 
 @dataclass
@@ -181,7 +178,7 @@ def _splice(lines, origins, plan, hunks, index, source):
 def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path) -> list[Block]:
     """The net change base → base+replay as -U0 blocks, each line classified."""
     changed = [s for s in states.values() if s.base != s.post or s.base_mode != s.post_mode]
-    diff = _diff_pairs(
+    diff = diff_pairs(
         [(s.path, (s.base, s.base_mode), (s.post, s.post_mode)) for s in changed],
         work / "net",
         context=0,
@@ -333,7 +330,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                     per_step.setdefault(k, []).append(fp)
         checks = start(steps, order, {path: st.post for path, st in states.items()}, parsed)
         if by_git:
-            for fp in _diff_pairs(by_git, work / "steps", context=3):
+            for fp in diff_pairs(by_git, work / "steps", context=3):
                 k, _, _ = fp.path.partition("/")
                 fp.old_path = fp.old_path.split("/", 1)[1] if fp.old_path else None
                 fp.new_path = fp.new_path.split("/", 1)[1] if fp.new_path else None
@@ -391,90 +388,3 @@ def assignments(blocks: list[Block]) -> list[Assignment]:
     for rec in records:
         rec.mixed = len(hunk_domains[(rec.file, rec.hunk)]) > 1
     return records
-
-
-def diff_sides(pairs: list[tuple[str, Side, Side]], context: int = 3) -> list[FilePatch]:
-    """``git diff`` of in-memory (path, old, new) pairs, e.g. an overlay against the file it replaces."""
-    sizes = sum(len(old or b"") + len(new or b"") for _, (old, _), (new, _) in pairs)
-    with scratch_dir("patchkit-diff-", sizes) as tmp:
-        return _diff_pairs(pairs, Path(tmp), context)
-
-
-def _diff_pairs(pairs: list[tuple[str, Side, Side]], work: Path, context: int) -> list[FilePatch]:
-    """One ``git diff --no-index`` over many (path, old, new) pairs; paths come back repo-relative."""
-    a, b = work / "a", work / "b"
-    made: set[Path] = set()  # each directory is created once: a create is costly on a slow disk
-    for side in (a, b):
-        side.mkdir(parents=True, exist_ok=True)
-    for rel, (old, old_mode), (new, new_mode) in pairs:
-        _write(a / rel, old, old_mode, made)
-        _write(b / rel, new, new_mode, made)
-    text = git.diff_no_index(Path("a"), Path("b"), cwd=work, context=context)
-    files = parse_diff(text.decode("utf-8", errors="surrogateescape").split("\n"), "git-diff")
-    for fp in files:
-        fp.old_path = fp.old_path.split("/", 1)[1] if fp.old_path else None
-        fp.new_path = fp.new_path.split("/", 1)[1] if fp.new_path else None
-        fp.source = ""
-    return files
-
-
-def _write(path: Path, data: bytes | None, mode: str | None, made: set[Path]) -> None:
-    if data is None:
-        return
-    if path.parent not in made:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        made.add(path.parent)
-    path.write_bytes(data)
-    if mode == "100755":
-        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-
-
-def compute_dependencies(base: BaseTree, patches: list[SplitPatch],
-                         overlays: dict[str, Overlay] | None = None) -> None:  # fmt: skip
-    """Set ``depends_on``: the smallest earlier set without which a patch (with its overlays, from
-    ``overlays`` by name) does not apply to base."""
-    overlays = overlays or {}
-    for k, patch in enumerate(patches):
-        touched = {fp.old_path for fp in patch.files if fp.old_path}
-        touched |= {overlays[name].target for name in patch.overlays}
-        needed = [p for p in patches[:k] if touched & _touched(p, overlays)]
-        if not needed or _applies(base, [patch], overlays):
-            continue  # with no earlier patch on its files, it was made against the base itself
-        for candidate in list(needed):
-            trial = [p for p in needed if p is not candidate]
-            if _applies(base, [*trial, patch], overlays):
-                needed = trial
-        patch.depends_on = [p.domain for p in needed]
-
-
-def _touched(patch: SplitPatch, overlays: dict[str, Overlay]) -> set[str]:
-    return {fp.path for fp in patch.files} | {overlays[name].target for name in patch.overlays}
-
-
-def _applies(base: BaseTree, patches: list[SplitPatch], overlays: dict[str, Overlay] | None = None) -> bool:
-    tree: dict[str, bytes | None] = {}
-    for patch in patches:
-        for fp in patch.files:
-            key = fp.old_path or fp.new_path or ""
-            old = tree[key] if key in tree else base.read(key) if fp.old_path else None
-            try:
-                new = apply_file_patch(old, fp)
-            except HunkMismatch:
-                return False
-            if fp.old_path and fp.old_path != fp.new_path:
-                tree[fp.old_path] = None
-            if fp.new_path:
-                tree[fp.new_path] = new
-        for name in patch.overlays:
-            overlay = (overlays or {})[name]
-            current = tree[overlay.target] if overlay.target in tree else base.read(overlay.target)
-            if not base_matches(overlay, current):
-                return False
-            tree[overlay.target] = overlay.content
-    return True
-
-
-def absorbed_commits(replay: Replay, patches: list[SplitPatch]) -> list[int]:
-    """Commits that change files yet leave no line of their own in the net diff (later rewritten)."""
-    carried = {c for p in patches for c in p.source_commits}
-    return [i for i, p in enumerate(replay.patches) if p.files and i not in carried]

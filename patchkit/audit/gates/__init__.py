@@ -1,16 +1,20 @@
-"""The audit gates: each takes one ``PatchUnderAudit`` with its trees and returns a ``GateResult``."""
+"""The audit gates share one interface: a ``Gate`` turns a ``GateContext`` into a ``GateResult``.
+
+Each gate module (apply, ruff, dco, tests) exports ``GATE``; ``registry.py`` lists them in running
+order and the engine loops over that list without knowing which gate it holds. A new gate is one
+module with a ``GATE`` and one line in ``registry.py`` (docs/architecture.md shows it)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchkit.audit.model import GateResult, GateStatus
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, apply_file_patch
 from patchkit.diff.model import Commit, FilePatch
-from patchkit.report.i18n import message_text
 from patchkit.series.overlays import Overlay as WholeFile
 from patchkit.series.overlays import base_matches, mismatch
 from patchkit.values import Message
@@ -46,6 +50,15 @@ class PatchUnderAudit:
 
 
 @dataclass
+class SeriesState:
+    """The touched files before a patch (base + every earlier patch that applied) and after it."""
+
+    pre: Overlay
+    post: Overlay | None
+    error: str | None  # why it does not apply in series
+
+
+@dataclass
 class Trees:
     """Touched-file overlays over the base: before this patch (base + earlier ones) and after."""
 
@@ -63,8 +76,9 @@ class Trees:
 
 def gate_result(gate: str, status: GateStatus, message: Message, details: dict | None = None,
                 duration: float = 0.0) -> GateResult:  # fmt: skip
-    """A gate's result; its English ``summary`` is ``message`` rendered from the catalogue."""
-    return GateResult(gate, status, message_text(message), details or {}, duration, message=message)
+    """A gate's result: ``message`` (a catalogue key and its data) says it; ``report/`` renders the
+    English ``summary`` and every other language from it."""
+    return GateResult(gate, status, "", details or {}, duration, message=message)
 
 
 NOT_APPLIED = Message("gate.skipped.not-applied")  # every later gate of a patch that does not apply
@@ -112,3 +126,29 @@ def write_overlay(root: Path, paths: list[str], read: Callable[[str], bytes | No
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+
+
+@dataclass
+class GateContext:
+    """Everything a gate may read for one patch: the patch, the ones before it, the trees around it,
+    what it needs first (from the apply gate or split.json) and the gates' settings."""
+
+    patch: PatchUnderAudit
+    earlier: list[PatchUnderAudit]
+    state: SeriesState
+    trees: Trees
+    needs: list[str]
+    settings: dict[str, Any] = field(default_factory=dict)  # per gate name, e.g. {"tests": TestSettings}
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One audit gate. ``run`` decides; ``cache_config`` is what, besides the patch text, the earlier
+    patches and the base, decides its result (a cached result is reused only when it is equal);
+    ``environment`` is what the audit records about the tools it ran with."""
+
+    name: str
+    run: Callable[[GateContext], GateResult]
+    cache_config: Callable[[GateContext], object] = lambda ctx: None
+    environment: Callable[[dict[str, Any]], dict[str, Any]] = lambda settings: {}
+    needs_applied: bool = True  # skipped when the patch does not apply in series

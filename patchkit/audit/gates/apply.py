@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
-from patchkit.audit.gates import Overlay, PatchUnderAudit, apply_patch, gate_result
+from patchkit.audit.gates import (
+    Gate,
+    GateContext,
+    Overlay,
+    PatchUnderAudit,
+    SeriesState,
+    apply_patch,
+    gate_result,
+)
 from patchkit.audit.model import GateResult
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
 from patchkit.values import Message
-
-
-@dataclass
-class SeriesState:
-    """The touched files before a patch (base + every earlier patch that applied) and after it."""
-
-    pre: Overlay
-    post: Overlay | None
-    error: str | None  # why it does not apply in series
 
 
 def series_states(base: BaseTree, patches: list[PatchUnderAudit]) -> list[SeriesState]:
@@ -91,3 +89,10 @@ def apply_gate(
     else:
         status, message = "passed", Message("gate.apply.not-alone", {"error": alone_error})
     return gate_result("apply", status, message, details, time.perf_counter() - started)
+
+
+def _run(ctx: GateContext) -> GateResult:
+    return apply_gate(ctx.trees.base, ctx.patch, ctx.earlier, ctx.state)
+
+
+GATE = Gate("apply", _run, needs_applied=False)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import email.utils
 import time
 
-from patchkit.audit.gates import PatchUnderAudit, gate_result
+from patchkit.audit.gates import Gate, PatchUnderAudit, gate_result
 from patchkit.audit.model import GateResult
 from patchkit.diff.model import Commit
-from patchkit.report.i18n import message_text
 from patchkit.values import Message
 
 
@@ -52,7 +51,7 @@ def dco_gate(patch: PatchUnderAudit) -> GateResult:
                 "subject": commit.subject if commit else "(plain diff)",
                 "author": f"{commit.author} <{commit.email}>" if commit and commit.author else None,
                 "ok": ok,
-                "reason": message_text(why),
+                "reason": "",  # report/ renders reason_message
                 "reason_message": why.to_dict(),
             }
         )
@@ -66,3 +65,6 @@ def dco_gate(patch: PatchUnderAudit) -> GateResult:
         message = Message("gate.dco.missing", {"bad": len(bad), "total": len(rows), "commits": shas})
     status = "passed" if not bad else "failed"
     return gate_result("dco", status, message, {"commits": rows}, time.perf_counter() - started)
+
+
+GATE = Gate("dco", lambda ctx: dco_gate(ctx.patch))

@@ -11,7 +11,14 @@ import time
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
-from patchkit.audit.gates import NOT_APPLIED, PatchUnderAudit, Trees, gate_result, write_overlay
+from patchkit.audit.gates import (
+    NOT_APPLIED,
+    Gate,
+    PatchUnderAudit,
+    Trees,
+    gate_result,
+    write_overlay,
+)
 from patchkit.audit.model import GateResult
 from patchkit.values import Message
 
@@ -178,3 +185,13 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     else:
         message = Message("gate.ruff.clean-defaults", {"count": len(py_files)})
     return gate_result("ruff", "passed", message, details, time.perf_counter() - started)
+
+
+RUFF_GATE_FORMAT = 2  # bump when how the ruff gate stages or compares changes: cached results expire
+
+GATE = Gate(
+    "ruff",
+    lambda ctx: ruff_gate(ctx.patch, ctx.trees),
+    cache_config=lambda ctx: [ruff_version(), RUFF_GATE_FORMAT],
+    environment=lambda settings: {"ruff": ruff_version()},
+)

@@ -14,7 +14,7 @@ from functools import cache as memoised
 from pathlib import Path
 
 from patchkit import cache
-from patchkit.audit.gates import Overlay, PatchUnderAudit, gate_result
+from patchkit.audit.gates import Gate, GateContext, Overlay, PatchUnderAudit, apply_patch, gate_result
 from patchkit.audit.model import GateResult
 from patchkit.audit.testselect import (
     OUTCOME_FORMAT,
@@ -24,6 +24,7 @@ from patchkit.audit.testselect import (
     select_tests,
     summary_message,
 )
+from patchkit.diff.hunks import HunkMismatch
 from patchkit.values import Message
 
 _PROBE = (
@@ -219,3 +220,46 @@ def _work_root() -> Path:
     root = cache.cache_root() / "worktrees"
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def _run(ctx: GateContext) -> GateResult:
+    settings = ctx.settings.get("tests")
+    if settings is None:
+        return gate_result("tests", "could-not-run", Message("gate.tests.no-settings"))
+    pre, post = _test_sides(ctx)
+    trees = ctx.trees
+
+    def exists(path: str) -> bool:
+        in_post = post is not None and any(p == path or p.startswith(path.rstrip("/") + "/") for p in post)
+        return in_post or trees.base.resolve(path).exists()
+
+    return tests_gate(ctx.patch, pre, post, settings, exists)
+
+
+def _test_sides(ctx: GateContext) -> tuple[Overlay, Overlay | None]:
+    """Base side = base + only the patches this one needs (so independent patches share one cached
+    baseline); patched side = that + this patch. Falls back to the series order."""
+    pre: Overlay = {}
+    try:
+        for other in ctx.earlier:
+            if other.name in ctx.needs:
+                apply_patch(other, ctx.trees.base.read, pre)
+        post = dict(pre)
+        apply_patch(ctx.patch, ctx.trees.base.read, post)
+    except (HunkMismatch, ValueError):
+        return ctx.state.pre, ctx.state.post
+    return pre, post
+
+
+def _cache_config(ctx: GateContext) -> object:
+    t = ctx.settings.get("tests")
+    if t is None:
+        return None
+    return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT]
+
+
+def _environment(settings: dict) -> dict:
+    return {"tests": environment(settings["tests"].python)} if settings.get("tests") is not None else {}
+
+
+GATE = Gate("tests", _run, cache_config=_cache_config, environment=_environment)

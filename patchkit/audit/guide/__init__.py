@@ -10,7 +10,7 @@ Layout: ``view`` (each image parsed and walked once), ``findings`` (per-file det
 
 from __future__ import annotations
 
-from patchkit.audit.guide.crossfile import _env_findings, _message_findings, _test_findings
+from patchkit.audit.guide.crossfile import env_findings, message_findings, test_findings
 from patchkit.audit.guide.findings import (
     CONSTRAINT_KWARGS,
     HIGH_KINDS,
@@ -21,11 +21,11 @@ from patchkit.audit.guide.findings import (
     PRE_IMAGE_KINDS,
     REWRITE_LINES,
     REWRITE_SHARE,
-    _cap,
-    _file_findings,
+    capped,
+    file_findings,
 )
-from patchkit.audit.guide.priority import CONTRACT_PATHS, _follow_ups, _order, _priority
-from patchkit.audit.guide.view import Source, _Images, _view
+from patchkit.audit.guide.priority import CONTRACT_PATHS, follow_ups, reading_order, reading_priority
+from patchkit.audit.guide.view import Images, Source, file_view
 from patchkit.audit.model import Finding
 from patchkit.diff.model import Commit, FilePatch
 
@@ -59,18 +59,18 @@ def review_guide(
     patch holds only part of a commit); without it a commit's message is checked against this
     patch's files only.
     """
-    images = _Images()  # each distinct pre/post source is parsed and walked once for all detectors
-    views = [_view(fp, pre, post, images) for fp in files]
+    images = Images()  # each distinct pre/post source is parsed and walked once for all detectors
+    views = [file_view(fp, pre, post, images) for fp in files]
     findings: list[Finding] = []
     for view in views:
-        findings += _cap(_file_findings(view))
-    findings += _env_findings(views)
-    findings += _test_findings(files)
-    findings += _message_findings(files, commits, source_files)
+        findings += capped(file_findings(view))
+    findings += env_findings(views)
+    findings += test_findings(files)
+    findings += message_findings(files, commits, source_files)
     return {
         "domain": domain,
         "findings": [f.to_dict() for f in findings],
-        "priority": _priority(findings),
-        "order": _order(files),
-        "follow_ups": _follow_ups(findings),
+        "priority": reading_priority(findings),
+        "order": reading_order(files),
+        "follow_ups": follow_ups(findings),
     }

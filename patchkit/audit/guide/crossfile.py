@@ -6,11 +6,11 @@ import ast
 import re
 from dataclasses import dataclass
 
-from patchkit.audit.guide.findings import _call_name, _finding, _is_literal, changed
-from patchkit.audit.guide.view import NodeIndex, _FileView
+from patchkit.audit.guide.findings import call_name, changed, is_literal, make_finding
+from patchkit.audit.guide.view import FileView, NodeIndex
 from patchkit.audit.model import Finding
 from patchkit.diff.model import Commit, FilePatch
-from patchkit.report.i18n import both
+from patchkit.values import message
 
 _FILE_MENTION = re.compile(
     r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|toml|yaml|yml|json|cu|cuh|cpp|h|sh))\b"
@@ -48,7 +48,7 @@ def _env_defaults(nodes: NodeIndex) -> dict[str, EnvRead]:
                 keep(str(key.value), EnvRead(None, node.lineno))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             name = node.target.id  # envs.py declares `VLLM_X: int = 1` under TYPE_CHECKING
-            if name.startswith("VLLM_") and node.value is not None and _is_literal(node.value):
+            if name.startswith("VLLM_") and node.value is not None and is_literal(node.value):
                 keep(name, EnvRead(ast.unparse(node.value), node.lineno, rank=1))
     return found
 
@@ -57,7 +57,7 @@ def _is_env_call(node: ast.Call) -> bool:
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr == "get":
         return isinstance(func.value, ast.Attribute) and func.value.attr == "environ"
-    return _call_name(node) in ("getenv", "env_with_choices", "env_list_with_choices")
+    return call_name(node) in ("getenv", "env_with_choices", "env_list_with_choices")
 
 
 def _env_default(node: ast.AST) -> tuple[str | None, tuple[str, ...]]:
@@ -71,11 +71,11 @@ def _env_default(node: ast.AST) -> tuple[str | None, tuple[str, ...]]:
     return (repr(node.value) if isinstance(node, ast.Constant) else ast.unparse(node)), ()
 
 
-def _shown_default(read: EnvRead) -> str | dict[str, str]:
+def _shown_default(read: EnvRead) -> str | dict:
     """The default as a reader needs it: the fallback variables first, then the literal."""
-    shown: str | dict[str, str] = read.default if read.default is not None else both("env.no-default")
+    shown: str | dict = read.default if read.default is not None else message("env.no-default")
     for name in reversed(read.via):
-        shown = both("env.fallback", name=name, default=shown)
+        shown = message("env.fallback", name=name, default=shown)
     return shown
 
 
@@ -84,7 +84,7 @@ def _differ(old: EnvRead, new: EnvRead) -> bool:
     return old.rank == new.rank and (old.default, old.via) != (new.default, new.via)
 
 
-def _env_findings(views: list[_FileView]) -> list[Finding]:
+def env_findings(views: list[FileView]) -> list[Finding]:
     new: dict[str, tuple[EnvRead, str]] = {}
     out = []
     for view in views:
@@ -99,24 +99,26 @@ def _env_findings(views: list[_FileView]) -> list[Finding]:
                 out.append(changed("default-changed", "medium", view, read.line, name, shown_old, shown_new))
     for name, (read, path) in new.items():
         out.append(
-            _finding("new-env-var", "medium", path, read.line, [], name=name, default=_shown_default(read))
+            make_finding(
+                "new-env-var", "medium", path, read.line, [], name=name, default=_shown_default(read)
+            )
         )
     return out
 
 
-def _is_test(path: str) -> bool:
+def is_test(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return path.startswith("tests/") or "/tests/" in path or name.startswith("test_")
 
 
-def _test_findings(files: list[FilePatch]) -> list[Finding]:
-    code = [fp.path for fp in files if fp.path.startswith("vllm/") and not _is_test(fp.path)]
-    if not code or any(_is_test(fp.path) for fp in files):
+def test_findings(files: list[FilePatch]) -> list[Finding]:
+    code = [fp.path for fp in files if fp.path.startswith("vllm/") and not is_test(fp.path)]
+    if not code or any(is_test(fp.path) for fp in files):
         return []
-    return [_finding("no-test-touched", "medium", code[0], 0, code[:8], count=len(code))]
+    return [make_finding("no-test-touched", "medium", code[0], 0, code[:8], count=len(code))]
 
 
-def _message_findings(
+def message_findings(
     files: list[FilePatch], commits: list[Commit | None], source_files: list[set[str]] | None
 ) -> list[Finding]:
     """A file a commit message names that the commit (or, not knowing better, the patch) never touched."""
@@ -131,7 +133,7 @@ def _message_findings(
             if not any(p == mention or p.endswith(f"/{mention}") for p in touched):
                 line = next(ln for ln in text.splitlines() if mention in ln)
                 out.append(
-                    _finding(
+                    make_finding(
                         "message-names-untouched-file",
                         "low",
                         "",

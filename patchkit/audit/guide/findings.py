@@ -1,6 +1,6 @@
 """Per-file findings: path rules and ``ast`` detectors over one file's pre- and post-image.
 
-Every detector reads the trees and the shared ``NodeIndex`` walks of ``_FileView``; none parses or
+Every detector reads the trees and the shared ``NodeIndex`` walks of ``FileView``; none parses or
 walks a whole tree itself.
 """
 
@@ -10,9 +10,9 @@ import ast
 import fnmatch
 import re
 
-from patchkit.audit.guide.view import NodeIndex, _FileView
+from patchkit.audit.guide.view import FileView, NodeIndex
 from patchkit.audit.model import Finding
-from patchkit.report.i18n import both
+from patchkit.values import message
 
 PRE_IMAGE_KINDS = frozenset({"public-symbol-removed", "assert-weakened"})
 HIGH_KINDS = (
@@ -42,16 +42,16 @@ _LOG_CALL = re.compile(r"\b(logger|logging|log)\.\w+\(|warnings\.warn\(|\bprint\
 def changed(kind: str, severity: str, view, line: int, name: str, old: object, new: object) -> Finding:
     """A '<name> changed from <old> to <new>' finding on an added line of ``view``."""
     evidence = [view.added.get(line, "").strip()]
-    return _finding(kind, severity, view.path, line, evidence, name=name, old=old, new=new)
+    return make_finding(kind, severity, view.path, line, evidence, name=name, old=old, new=new)
 
 
-def _finding(kind: str, severity: str, where: str, line: int, evidence: list[str], **kw) -> Finding:
-    finding = Finding(kind, severity, where, line, both(f"finding.{kind}", **kw), evidence)  # type: ignore[arg-type]
+def make_finding(kind: str, severity: str, where: str, line: int, evidence: list[str], **kw) -> Finding:
+    finding = Finding(kind, severity, where, line, message(f"finding.{kind}", **kw), evidence)  # type: ignore[arg-type]
     finding.params = kw  # for the follow-up text; not serialised
     return finding
 
 
-def _file_findings(view: _FileView) -> list[Finding]:
+def file_findings(view: FileView) -> list[Finding]:
     out = _path_findings(view)
     if view.pre is not None or view.post is not None:
         out += _symbol_findings(view)
@@ -64,14 +64,14 @@ def _file_findings(view: _FileView) -> list[Finding]:
     return out
 
 
-def _path_findings(view: _FileView) -> list[Finding]:
+def _path_findings(view: FileView) -> list[Finding]:
     out = []
     fp, path = view.fp, view.path
     changed = fp.added + fp.removed
     share = max(fp.added / max(view.post_len, 1), fp.removed / max(view.pre_len, 1))
     if not fp.is_new and not fp.is_deleted and changed >= REWRITE_LINES and share >= REWRITE_SHARE:
         out.append(
-            _finding(
+            make_finding(
                 "near-whole-file-rewrite",
                 "high",
                 path,
@@ -84,7 +84,7 @@ def _path_findings(view: _FileView) -> list[Finding]:
         )
     if any(fnmatch.fnmatch(path, pattern) for pattern in HOT_PATHS):
         first = min(view.added, default=0) or (fp.hunks[0].new_start if fp.hunks else 0)
-        out.append(_finding("hot-path-touched", "high", path, first, [], path=path))
+        out.append(make_finding("hot-path-touched", "high", path, first, [], path=path))
     return out
 
 
@@ -134,13 +134,13 @@ def _bare(arg: ast.arg | None) -> ast.arg | None:
     return None if arg is None else ast.arg(arg=arg.arg)
 
 
-def _symbol_findings(view: _FileView) -> list[Finding]:
+def _symbol_findings(view: FileView) -> list[Finding]:
     out = []
     before, after = _public_symbols(view.pre), _public_symbols(view.post)
     for name, node in before.items():
         if name not in after and ("." not in name or name.split(".")[0] in after):
             out.append(
-                _finding(
+                make_finding(
                     "public-symbol-removed",
                     "high",
                     view.path,
@@ -157,7 +157,7 @@ def _symbol_findings(view: _FileView) -> list[Finding]:
         was, now = _signature(old), _signature(node)
         if was != now:
             out.append(
-                _finding(
+                make_finding(
                     "signature-changed",
                     "medium",
                     view.path,
@@ -169,7 +169,7 @@ def _symbol_findings(view: _FileView) -> list[Finding]:
     return out
 
 
-def _call_name(node: ast.AST) -> str:
+def call_name(node: ast.AST) -> str:
     func = node.func if isinstance(node, ast.Call) else None
     if isinstance(func, ast.Name):
         return func.id
@@ -183,7 +183,7 @@ def _defaults(tree: ast.Module | None, nodes: NodeIndex) -> tuple[dict, dict]:
     for node in tree.body if tree else []:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for name in _assigned_names(node):
-                if _is_literal(node.value):
+                if is_literal(node.value):
                     values[name] = (ast.unparse(node.value), node.lineno)
     for cls in nodes.of(ast.ClassDef):
         for node in cls.body:
@@ -191,19 +191,19 @@ def _defaults(tree: ast.Module | None, nodes: NodeIndex) -> tuple[dict, dict]:
                 continue
             for name in _assigned_names(node):
                 key, value = f"{cls.name}.{name}", node.value
-                if _call_name(value) in ("Field", "field"):
+                if call_name(value) in ("Field", "field"):
                     kwargs = {k.arg: ast.unparse(k.value) for k in value.keywords if k.arg}
                     limits = {k: v for k, v in kwargs.items() if k in CONSTRAINT_KWARGS}
                     constraints[key] = (limits, node.lineno)
                     default = kwargs.get("default") or (ast.unparse(value.args[0]) if value.args else None)
                     if default is not None:
                         values[key] = (default, node.lineno)
-                elif _is_literal(value):
+                elif is_literal(value):
                     values[key] = (ast.unparse(value), node.lineno)
     return values, constraints
 
 
-def _is_literal(node: ast.AST) -> bool:
+def is_literal(node: ast.AST) -> bool:
     try:
         ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -211,7 +211,7 @@ def _is_literal(node: ast.AST) -> bool:
     return True
 
 
-def _value_findings(view: _FileView) -> list[Finding]:
+def _value_findings(view: FileView) -> list[Finding]:
     out = []
     old_values, old_limits = _defaults(view.pre, view.pre_nodes)
     new_values, new_limits = _defaults(view.post, view.post_nodes)
@@ -226,7 +226,7 @@ def _value_findings(view: _FileView) -> list[Finding]:
     return out
 
 
-def _assert_findings(view: _FileView) -> list[Finding]:
+def _assert_findings(view: FileView) -> list[Finding]:
     """An assert removed, or an assert / raise whose hunk now only logs."""
     kept = {ast.unparse(n.test) for n in view.post_nodes.of(ast.Assert)}
     out = []
@@ -241,13 +241,13 @@ def _assert_findings(view: _FileView) -> list[Finding]:
         else:
             continue
         out.append(
-            _finding(
+            make_finding(
                 "assert-weakened",
                 "medium",
                 view.path,
                 node.lineno,
                 [view.removed[node.lineno].strip()],
-                how=both(f"assert.{variant}"),
+                how=message(f"assert.{variant}"),
                 statement=view.removed[node.lineno].strip()[:80],
             )
         )
@@ -263,15 +263,15 @@ def _swallows(handler: ast.ExceptHandler) -> bool:
     quiet = all(
         isinstance(s, (ast.Pass, ast.Continue))
         or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-        or (isinstance(s, ast.Expr) and _call_name(s.value) in LOG_METHODS)
+        or (isinstance(s, ast.Expr) and call_name(s.value) in LOG_METHODS)
         for s in handler.body
     )
     return broad and quiet
 
 
-def _except_findings(view: _FileView) -> list[Finding]:
+def _except_findings(view: FileView) -> list[Finding]:
     return [
-        _finding(
+        make_finding(
             "broad-except-swallows",
             "medium",
             view.path,
@@ -284,7 +284,7 @@ def _except_findings(view: _FileView) -> list[Finding]:
     ]
 
 
-def _literal_findings(view: _FileView) -> list[Finding]:
+def _literal_findings(view: FileView) -> list[Finding]:
     named = set()  # literals that are the value of a named constant, or an HTTP status code
     for node in view.post_nodes.of(ast.Assign, ast.AnnAssign, ast.keyword):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -299,7 +299,7 @@ def _literal_findings(view: _FileView) -> list[Finding]:
         value = node.value
         if isinstance(value, str) and _HARD_PATH.match(value):
             out.append(
-                _finding(
+                make_finding(
                     "hard-coded-path",
                     "medium",
                     view.path,
@@ -321,7 +321,7 @@ def _literal_findings(view: _FileView) -> list[Finding]:
         evidence = [f"L{line}: {view.added[line].strip()}" for line in lines[:8]]
         numbers = ", ".join(dict.fromkeys(repr(n.value) for n in magic))
         out.append(
-            _finding(
+            make_finding(
                 "magic-number",
                 "low",
                 view.path,
@@ -342,7 +342,7 @@ def _is_environ(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "environ" and _is_os(node.value)
 
 
-def _env_write_findings(view: _FileView) -> list[Finding]:
+def _env_write_findings(view: FileView) -> list[Finding]:
     """An added line that sets an environment variable at runtime (``os.environ[X] = v``,
     ``os.environ.setdefault(X, v)``, ``os.putenv(X, v)``): a default changed in code, for this
     process and every process it starts, where no reader of ``envs.py`` will see it."""
@@ -366,7 +366,7 @@ def _env_write_findings(view: _FileView) -> list[Finding]:
         name = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ast.unparse(key)
         shown = repr(value.value) if isinstance(value, ast.Constant) else ast.unparse(value)[:60]
         out.append(
-            _finding(
+            make_finding(
                 "env-set-at-runtime",
                 "medium",
                 view.path,
@@ -379,7 +379,7 @@ def _env_write_findings(view: _FileView) -> list[Finding]:
     return out
 
 
-def _cap(findings: list[Finding]) -> list[Finding]:
+def capped(findings: list[Finding]) -> list[Finding]:
     kept: list[Finding] = []
     by_kind: dict[str, list[Finding]] = {}
     for f in findings:

@@ -47,7 +47,7 @@ def _walk(tree: ast.AST) -> list[ast.AST]:
 
 
 @dataclass
-class _FileView:
+class FileView:
     """One changed file: both images parsed (None when absent or not Python) and changed lines."""
 
     fp: FilePatch
@@ -67,7 +67,7 @@ class _FileView:
         return self.fp.path
 
 
-class _Images:
+class Images:
     """Each distinct source parsed and walked once per review; detectors only read the trees."""
 
     def __init__(self) -> None:
@@ -82,14 +82,14 @@ class _Images:
         return self._seen[data]
 
 
-def _view(fp: FilePatch, pre: Source, post: Source, images: _Images | None = None) -> _FileView:
-    images = images or _Images()
+def file_view(fp: FilePatch, pre: Source, post: Source, images: Images | None = None) -> FileView:
+    images = images or Images()
     old = pre(fp.old_path) if fp.old_path else None
     new = post(fp.new_path) if fp.new_path else None
     is_py = fp.path.endswith((".py", ".pyi"))
     old_tree, old_nodes = images(old) if is_py else (None, NodeIndex(None))
     new_tree, new_nodes = images(new) if is_py else (None, NodeIndex(None))
-    view = _FileView(
+    view = FileView(
         fp,
         old_tree,
         new_tree,

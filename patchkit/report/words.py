@@ -1,0 +1,71 @@
+"""The engine's messages become words here, and only here.
+
+The audit engine records catalogue messages (``GateResult.message``, ``PatchAudit.reason_messages``,
+dco rows' ``reason_message``, the guide's ``{"key", "params"}`` data). ``fill_words`` writes the
+English strings the JSON record keeps beside them (``summary``, ``reasons``, ``reason``) and turns the
+guide's messages into ``{"en": ..., "zh": ...}``; the renderers then read the record in any language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from patchkit.audit.model import AuditResult, GateResult, PatchAudit
+from patchkit.report.i18n import LANGS, message_text
+
+
+def fill_words(result: AuditResult) -> AuditResult:
+    for audit in result.patches:
+        fill_patch(audit)
+    return result
+
+
+def fill_patch(audit: PatchAudit) -> PatchAudit:
+    for gate in audit.gates:
+        fill_gate(gate)
+    if audit.reason_messages:
+        audit.reasons = [message_text(m) for m in audit.reason_messages]
+    audit.guide = in_all_languages(audit.guide)
+    if isinstance(audit.guide.get("follow_ups"), list):  # several findings can ask the same thing
+        unique: dict[str, Any] = {}
+        for item in audit.guide["follow_ups"]:
+            unique.setdefault(item.get("en", "") if isinstance(item, dict) else str(item), item)
+        audit.guide["follow_ups"] = list(unique.values())
+    return audit
+
+
+def fill_gate(gate: GateResult) -> GateResult:
+    if gate.message is not None:
+        gate.summary = message_text(gate.message)
+    for row in gate.details.get("commits", []) if gate.gate == "dco" else []:
+        if isinstance(row, dict) and isinstance(row.get("reason_message"), Mapping):
+            row["reason"] = message_text(row["reason_message"])
+    return gate
+
+
+def gate_summary(gate: GateResult) -> str:
+    """A gate's English summary, whether or not the record was filled yet."""
+    return message_text(gate.message) if gate.message is not None else gate.summary
+
+
+def in_all_languages(value: Any) -> Any:
+    """Every ``{"key", "params"}`` message inside ``value`` as ``{"en": ..., "zh": ...}``."""
+    if _is_message(value):
+        return {lang: message_text(value, lang) for lang in LANGS}
+    if isinstance(value, list):
+        return [in_all_languages(v) for v in value]
+    if isinstance(value, dict):
+        return {k: in_all_languages(v) for k, v in value.items()}
+    if hasattr(value, "to_dict") and hasattr(value, "message"):  # a Finding before serialisation
+        value.message = in_all_languages(value.message)
+    return value
+
+
+def _is_message(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and set(value) == {"key", "params"}
+        and isinstance(value["key"], str)
+        and isinstance(value["params"], Mapping)
+    )
