@@ -237,7 +237,9 @@ def run_audit(
     for name in options.gates:
         env.update(REGISTRY[name].environment(options.settings))
     shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
-    return AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
+    result = AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
+    result.guide = {"lead": guide.series_lead(audits)} if audits else {}
+    return result
 
 
 def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState, base: BaseTree,
@@ -262,7 +264,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
             needs = result.details["needs"]
         results.append(result)
     verdict, reasons = verdict_reasons(results)
-    return PatchAudit(
+    audit = PatchAudit(
         patch=patch.name,
         domain=patch.domain,
         title=patch.title,
@@ -276,6 +278,8 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         diff=render_diff(patch.changed_files),
         guide=_guide(patch, earlier, trees, base_hash, options.use_cache),
     )
+    audit.guide = guide.finish(audit)  # the gates' findings (ruff F821, imports) and the lead paragraph
+    return audit
 
 
 def _guide(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], trees: Trees, base_hash: str,

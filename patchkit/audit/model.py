@@ -61,3 +61,4 @@ class AuditResult(JsonMixin):
     shard: str | None = None  # "I/N"
     created: str = ""
     schema: int = SCHEMA_VERSION
+    guide: dict[str, Any] = field(default_factory=dict)  # the series' lead paragraph

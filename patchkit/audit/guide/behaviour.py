@@ -1,0 +1,338 @@
+"""Behaviour a patch changes quietly: settings forced in code, behaviour put behind a request flag,
+an exception type changed, client data replacing a server value, CPU ids, a cache call removed, a
+CLI flag added, a call passing an argument its callee does not accept."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from patchkit.audit.guide.findings import call_name, make_finding
+from patchkit.audit.guide.view import FileView
+from patchkit.audit.model import Finding
+
+FORCED_HIGH = frozenset(
+    {
+        "enable_prefix_caching",
+        "cudagraph_mode",
+        "enforce_eager",
+        "attention_backend",
+        "backend",
+        "use_cudagraph",
+        "full_cuda_graph",
+        "enable_chunked_prefill",
+        "async_scheduling",
+        "use_v2_block_manager",
+        "disable_custom_all_reduce",
+        "kv_cache_dtype",
+        "block_size",
+    }
+)
+_CONFIG_PART = re.compile(r"(^|_)(config|args|cfg)$")
+_RAISE = re.compile(r"^\s*raise\s+([\w.]+)")
+_AFFINITY_CALLS = {"sched_setaffinity", "cpu_affinity", "set_cpu_affinity", "setaffinity"}
+_TASKSET = re.compile(r"\b(taskset\s+(-\w+\s+)*-c\s*|--physcpubind[= ]|--cpunodebind[= ])\d")
+_CACHE_NAME = re.compile(r"cache", re.I)
+
+
+def behaviour_findings(view: FileView) -> list[Finding]:
+    out: list[Finding] = []
+    if view.post is not None:
+        out += _forced_settings(view)
+        out += _cpu_ids(view)
+        out += _cli_flags(view)
+        out += _env_write_findings(view)
+    out += _hunk_findings(view)
+    if view.pre is not None:
+        out += _cache_calls_removed(view)
+    return out
+
+
+def dotted(node: ast.AST) -> list[str]:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        parts.append(call_name(node) + "()")
+    return parts[::-1]
+
+
+def _forced_settings(view: FileView) -> list[Finding]:
+    """``x.cache_config.enable_prefix_caching = False``: a setting of another config forced in code."""
+    out = []
+    for node in view.post_nodes.of(ast.Assign, ast.AnnAssign):
+        if node.lineno not in view.added or node.value is None:
+            continue
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            chain = dotted(target) if isinstance(target, ast.Attribute) else []
+            owners = chain[1:-1] if chain[:1] == ["self"] else chain[:-1]
+            if len(chain) < 2 or not any(_CONFIG_PART.search(p) for p in owners):
+                continue
+            setting = ".".join(chain[-2:])
+            value = ast.unparse(node.value)[:60]
+            severity = "high" if chain[-1] in FORCED_HIGH else "medium"
+            evidence = [view.added[node.lineno].strip()]
+            out.append(
+                make_finding(
+                    "forced-setting", severity, view.path, node.lineno, evidence, setting=setting, value=value
+                )
+            )
+    return out
+
+
+def _cpu_ids(view: FileView) -> list[Finding]:
+    out = []
+    for node in view.post_nodes.of(ast.Call, ast.Constant):
+        if node.lineno not in view.added:
+            continue
+        if isinstance(node, ast.Call) and call_name(node) in _AFFINITY_CALLS:
+            literal = [
+                n
+                for a in node.args
+                for n in ast.walk(a)
+                if isinstance(n, ast.Constant) and type(n.value) is int
+            ]
+            fixed = [a for a in node.args if isinstance(a, (ast.List, ast.Set, ast.Tuple, ast.Call))]
+            if not literal or not fixed:
+                continue
+        elif not (
+            isinstance(node, ast.Constant) and isinstance(node.value, str) and _TASKSET.search(node.value)
+        ):
+            continue
+        evidence = [view.added[node.lineno].strip()]
+        out.append(
+            make_finding(
+                "hard-coded-cpu-ids", "medium", view.path, node.lineno, evidence, what=evidence[0][:80]
+            )
+        )
+    return out[:1] + [f for f in out[1:] if f.line != out[0].line]
+
+
+def _cli_flags(view: FileView) -> list[Finding]:
+    out = []
+    for node in view.post_nodes.of(ast.Call):
+        if node.lineno in view.added and call_name(node) == "add_argument" and node.args:
+            flag = node.args[0]
+            if isinstance(flag, ast.Constant) and isinstance(flag.value, str) and flag.value.startswith("--"):
+                evidence = [view.added[node.lineno].strip()]
+                out.append(
+                    make_finding("cli-flag-added", "low", view.path, node.lineno, evidence, name=flag.value)
+                )
+    return out
+
+
+def _statement(text: str) -> ast.stmt | None:
+    try:
+        body = ast.parse(text.strip()).body
+    except SyntaxError:
+        try:
+            body = ast.parse(text.strip() + "\n    pass").body  # an `if ...:` header on its own
+        except SyntaxError:
+            return None
+    return body[0] if len(body) == 1 else None
+
+
+def _mentions_request(node: ast.AST | None) -> bool:
+    return node is not None and any(
+        (isinstance(n, ast.Name) and "request" in n.id.lower())
+        or (isinstance(n, ast.Attribute) and "request" in n.attr.lower())
+        for n in ast.walk(node)
+    )
+
+
+def _hunks(view: FileView) -> list[tuple[list[tuple[int, str]], list[tuple[int, str]]]]:
+    """Per hunk: its removed (pre line, text) and added (post line, text) lines."""
+    out = []
+    for hunk in view.fp.hunks:
+        old_no, new_no, removed, added = hunk.old_start, hunk.new_start, [], []
+        for line in hunk.lines:
+            op, text = line[:1], line[1:]
+            if op == "-":
+                removed.append((old_no, text))
+                old_no += 1
+            elif op == "+":
+                added.append((new_no, text))
+                new_no += 1
+            elif op == " ":
+                old_no, new_no = old_no + 1, new_no + 1
+        out.append((removed, added))
+    return out
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _hunk_findings(view: FileView) -> list[Finding]:
+    if not view.path.endswith(".py"):
+        return []
+    out = []
+    for removed, added in _hunks(view):
+        old_raises = [(n, m.group(1)) for n, t in removed if (m := _RAISE.match(t))]
+        new_raises = [(n, m.group(1)) for n, t in added if (m := _RAISE.match(t))]
+        for (_, was), (line, now) in zip(old_raises, new_raises):
+            if was != now:
+                evidence = [view.added[line].strip()]
+                out.append(
+                    make_finding(
+                        "exception-type-changed", "medium", view.path, line, evidence, old=was, new=now
+                    )
+                )
+        out += _request_flag(view, removed, added)
+        out += _client_value(view, removed, added)
+    return out
+
+
+def _request_flag(view: FileView, removed: list, added: list) -> list[Finding]:
+    """Existing lines re-indented under a new ``if <request flag>:``: now off unless the flag is set."""
+    out = []
+    moved = {t.strip(): _indent(t) for _, t in removed if t.strip()}
+    for index, (line, text) in enumerate(added):
+        node = _statement(text)
+        if (
+            not isinstance(node, ast.If)
+            or isinstance(node.test, ast.UnaryOp)
+            or not _mentions_request(node.test)
+        ):
+            continue
+        body = [t for _, t in added[index + 1 :] if t.strip() and _indent(t) > _indent(text)]
+        if any(t.strip() in moved and _indent(t) > moved[t.strip()] for t in body):
+            flag = ast.unparse(node.test)[:80]
+            out.append(
+                make_finding("off-unless-request-flag", "high", view.path, line, [text.strip()], flag=flag)
+            )
+    return out
+
+
+def _client_value(view: FileView, removed: list, added: list) -> list[Finding]:
+    """``x = <server value>`` replaced by ``x = <request field>`` (or ``request.x or <server value>``)."""
+    out = []
+    before = {}
+    for _, text in removed:
+        node = _statement(text)
+        if isinstance(node, ast.Assign) and not _mentions_request(node.value):
+            before[ast.unparse(node.targets[0])] = ast.unparse(node.value)
+    for line, text in added:
+        node = _statement(text)
+        if isinstance(node, ast.Assign) and (target := ast.unparse(node.targets[0])) in before:
+            if _mentions_request(node.value):
+                evidence = [f"- {target} = {before[target]}"[:120], f"+ {text.strip()}"[:120]]
+                out.append(
+                    make_finding(
+                        "client-value-replaces-server", "high", view.path, line, evidence, name=target
+                    )
+                )
+    return out
+
+
+def _cache_calls_removed(view: FileView) -> list[Finding]:
+    """A call or decorator with ``cache`` in its name on a removed line, gone from the file."""
+    kept = "\n".join(view.added.values())
+    out = []
+    seen = set()
+    for node in view.pre_nodes.of(ast.Call, ast.FunctionDef, ast.AsyncFunctionDef):
+        nodes = node.decorator_list if not isinstance(node, ast.Call) else [node]
+        for item in nodes:
+            name = call_name(item) if isinstance(item, ast.Call) else (dotted(item) or [""])[-1]
+            if item.lineno not in view.removed or not _CACHE_NAME.search(name) or name in seen:
+                continue
+            if re.search(rf"\b{re.escape(name)}\b", kept):
+                continue
+            seen.add(name)
+            evidence = [view.removed[item.lineno].strip()]
+            out.append(
+                make_finding("cache-call-removed", "medium", view.path, item.lineno, evidence, name=name)
+            )
+    return out
+
+
+def call_arg_findings(views: list[FileView]) -> list[Finding]:
+    """An added call passes a keyword its callee (defined in the patch's files) does not accept."""
+    defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for view in views:
+        for fn in view.post_nodes.of(ast.FunctionDef, ast.AsyncFunctionDef):
+            defs.setdefault(fn.name, []).append(fn)
+    out = []
+    for view in views:
+        own = {fn.name: [fn] for fn in view.post_nodes.of(ast.FunctionDef, ast.AsyncFunctionDef)}
+        for node in view.post_nodes.of(ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                callees = defs.get(func.id, [])
+            elif isinstance(func, ast.Attribute) and dotted(func.value) == ["self"]:
+                callees = own.get(func.attr, [])  # a method of this file's classes
+            else:
+                continue
+            if node.lineno not in view.added or not callees or not node.keywords:
+                continue
+            accepted = [
+                {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+                for fn in callees
+                if fn.args.kwarg is None
+            ]
+            if len(accepted) != len(callees):
+                continue  # some callee takes **kwargs
+            extra = [k.arg for k in node.keywords if k.arg and all(k.arg not in names for names in accepted)]
+            if extra:
+                evidence = [view.added[node.lineno].strip()]
+                name = call_name(node)
+                out.append(
+                    make_finding(
+                        "call-passes-unknown-arg",
+                        "high",
+                        view.path,
+                        node.lineno,
+                        evidence,
+                        name=name,
+                        args=", ".join(extra),
+                    )
+                )
+    return out
+
+
+def _is_os(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "os"
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "environ" and _is_os(node.value)
+
+
+def _env_write_findings(view: FileView) -> list[Finding]:
+    """An added line that sets an environment variable at runtime (``os.environ[X] = v``,
+    ``os.environ.setdefault(X, v)``, ``os.putenv(X, v)``): a default changed in code, for this
+    process and every process it starts, where no reader of ``envs.py`` will see it."""
+    out = []
+    for node in view.post_nodes.of(ast.Assign, ast.Call):
+        if node.lineno not in view.added:
+            continue
+        key = value = None
+        if isinstance(node, ast.Assign):
+            target = node.targets[0]
+            if isinstance(target, ast.Subscript) and _is_environ(target.value):
+                key, value = target.slice, node.value
+        elif isinstance(node.func, ast.Attribute) and len(node.args) >= 2:
+            func = node.func
+            if (func.attr == "setdefault" and _is_environ(func.value)) or (
+                func.attr == "putenv" and _is_os(func.value)
+            ):
+                key, value = node.args[0], node.args[1]
+        if key is None:
+            continue
+        name = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ast.unparse(key)
+        shown = repr(value.value) if isinstance(value, ast.Constant) else ast.unparse(value)[:60]
+        out.append(
+            make_finding(
+                "env-set-at-runtime",
+                "medium",
+                view.path,
+                node.lineno,
+                [view.added[node.lineno].strip()],
+                name=name,
+                value=shown,
+            )  # fmt: skip
+        )
+    return out
