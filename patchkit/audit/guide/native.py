@@ -75,7 +75,8 @@ def _op_names(lines: dict[int, str]) -> dict[str, int]:
 
 def _kernel_findings(view: FileView, python_lines: list[str]) -> list[Finding]:
     out: list[Finding] = []
-    kernels = {**_names(_GLOBAL, view.removed), **_names(_GLOBAL, view.added)}
+    bare = [{n: _LAUNCH_BOUNDS.sub("", t) for n, t in lines.items()} for lines in (view.removed, view.added)]
+    kernels = {**_names(_GLOBAL, bare[0]), **_names(_GLOBAL, bare[1])}
     bounds = _names(_LAUNCH_BOUNDS, view.added) | _names(_LAUNCH_BOUNDS, view.removed)
     instances = {**_names(_INSTANCE, view.removed), **_names(_INSTANCE, view.added)}
     changed = len(view.added) + len(view.removed)

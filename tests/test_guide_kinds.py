@@ -1,0 +1,305 @@
+"""The finding kinds of issue 19 and its precision fixes: one positive and one negative case each,
+on hand-written sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_guide import guide, kinds, only
+
+MOD = "vllm/mod.py"
+FLAG_OLD = "def serve(request, out):\n    out.append(1)\n    return out\n"
+FLAG_NEW = "def serve(request, out):\n    if request.stream_usage:\n        out.append(1)\n    return out\n"
+FLAG_NOT = "def serve(request, out):\n    if not request.skip:\n        out.append(1)\n    return out\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "old", "new", "expect"),
+    [
+        (
+            "forced-setting",
+            "def f(vllm_config):\n    pass\n",
+            "def f(vllm_config):\n    vllm_config.cache_config.enable_prefix_caching = False\n",
+            True,
+        ),
+        (
+            "forced-setting",
+            "def f(self):\n    pass\n",
+            "def f(self):\n    self.compilation_config.cudagraph_mode = CUDAGraphMode.PIECEWISE\n",
+            True,
+        ),
+        (
+            "forced-setting",
+            "class C:\n    pass\n",
+            "class C:\n    def f(self):\n        self.size = 4\n",
+            False,
+        ),
+        ("forced-setting", "x = 1\n", "def f(req):\n    req.output.text = ''\n", False),
+        ("off-unless-request-flag", FLAG_OLD, FLAG_NEW, True),
+        ("off-unless-request-flag", FLAG_OLD, FLAG_NOT, False),
+        (
+            "exception-type-changed",
+            "def f():\n    raise NotImplementedError('x')\n",
+            "def f():\n    raise ValueError('x')\n",
+            True,
+        ),
+        (
+            "exception-type-changed",
+            "def f():\n    raise ValueError('x')\n",
+            "def f():\n    raise ValueError('y')\n",
+            False,
+        ),
+        (
+            "client-value-replaces-server",
+            "def f(request, self):\n    prompt_tokens = self.count\n    return prompt_tokens\n",
+            "def f(request, self):\n    prompt_tokens = request.cached\n    return prompt_tokens\n",
+            True,
+        ),
+        (
+            "client-value-replaces-server",
+            "def f(request, self):\n    prompt_tokens = self.count\n    return prompt_tokens\n",
+            "def f(request, self):\n    prompt_tokens = self.count + 1\n    return prompt_tokens\n",
+            False,
+        ),
+        ("hard-coded-cpu-ids", "import os\n", "import os\nos.sched_setaffinity(0, {0, 1, 2, 3})\n", True),
+        ("hard-coded-cpu-ids", "import os\n", "import os\nos.sched_setaffinity(0, cores)\n", False),
+        ("hard-coded-cpu-ids", "x = 1\n", "CMD = 'taskset -c 0-7 python serve.py'\n", True),
+        (
+            "cache-call-removed",
+            "def f(self, k):\n    self.reset_prefix_cache()\n    return k\n",
+            "def f(self, k):\n    return k\n",
+            True,
+        ),
+        (
+            "cache-call-removed",
+            "def f(self, k):\n    self.reset_prefix_cache()\n    return k\n",
+            "def f(self, k):\n    self.reset_prefix_cache()\n    return k + 1\n",
+            False,
+        ),
+        ("cli-flag-added", "def f(p):\n    pass\n", "def f(p):\n    p.add_argument('--fast-path')\n", True),
+        ("cli-flag-added", "def f(p):\n    pass\n", "def f(p):\n    p.add_argument('path')\n", False),
+        (
+            "call-passes-unknown-arg",
+            "def load(a):\n    return a\n\nx = load(1)\n",
+            "def load(a):\n    return a\n\nx = load(1, strict=True)\n",
+            True,
+        ),
+        (
+            "call-passes-unknown-arg",
+            "def load(a, **kw):\n    return a\n\nx = load(1)\n",
+            "def load(a, **kw):\n    return a\n\nx = load(1, strict=True)\n",
+            False,
+        ),
+        (
+            "broad-except-swallows",
+            "def f():\n    pass\n",
+            "def f():\n    try:\n        g()\n    except Exception:\n        return\n",
+            True,
+        ),
+        (
+            "broad-except-swallows",
+            "def f():\n    pass\n",
+            "def f():\n    try:\n        g()\n    except Exception:\n        return fallback()\n",
+            False,
+        ),
+    ],
+)
+def test_python_kinds(kind, old, new, expect):
+    assert (kind in kinds(guide({MOD: (old, new)}))) is expect
+
+
+def test_forced_prefix_caching_is_high_and_says_what_it_forces():
+    (f,) = only(
+        guide({MOD: ("x = 1\n", "def f(c):\n    c.cache_config.enable_prefix_caching = False\n")}),
+        "forced-setting",
+    )
+    assert f["severity"] == "high"
+    assert "`cache_config.enable_prefix_caching`" in f["message"]["en"] and "`False`" in f["message"]["en"]
+    assert "强制" in f["message"]["zh"]
+
+
+KERNEL_OLD = "#include <x>\nvoid host() {}\n"
+KERNEL_NEW = (
+    "#include <x>\n"
+    "template <int N>\n"
+    "__global__ void __launch_bounds__(256) rms_norm_kernel(float* out) {}\n"
+    "template void run<128>(float*);\n"
+    "void host() {}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "kind", "expect"),
+    [
+        ("csrc/layernorm.cu", KERNEL_OLD, KERNEL_NEW, "kernel-changed", True),
+        ("csrc/layernorm.cu", KERNEL_OLD, KERNEL_OLD.replace("{}", "{ }"), "kernel-changed", False),
+        (
+            "csrc/torch_bindings.cpp",
+            "void f() {\n}\n",
+            'void f() {\n  ops.def(\n      "my_op(Tensor! out, Tensor x) -> ()");\n}\n',
+            "op-schema-unwrapped",
+            True,
+        ),
+        (
+            "requirements/cuda.txt",
+            "torch==2.5.0\nxformers\n",
+            "torch==2.6.0\nxformers\n",
+            "dependency-pin-changed",
+            True,
+        ),
+        (
+            "requirements/cuda.txt",
+            "torch==2.5.0\n",
+            "# note\ntorch==2.5.0\n",
+            "dependency-pin-changed",
+            False,
+        ),
+        (
+            "pyproject.toml",
+            '[project]\ndependencies = [\n  "numpy<2",\n]\n',
+            '[project]\ndependencies = [\n  "numpy<3",\n]\n',
+            "dependency-pin-changed",
+            True,
+        ),
+        (
+            ".buildkite/test-pipeline.yaml",
+            "steps:\n- label: Core\n  timeout_in_minutes: 30\n",
+            "steps:\n- label: Core\n  timeout_in_minutes: 90\n",
+            "ci-changed",
+            True,
+        ),
+        (
+            ".buildkite/test-pipeline.yaml",
+            "steps:\n- label: Core\n  timeout_in_minutes: 30\n",
+            "steps:\n- label: Core\n  timeout_in_minutes: 30\n  soft_fail: true\n",
+            "ci-changed",
+            False,
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  steps:\n  - name: lint\n",
+            "jobs:\n  steps:\n  - name: lint\n  - name: gpu tests\n",
+            "ci-changed",
+            True,
+        ),
+    ],
+)
+def test_file_kinds(path, old, new, kind, expect):
+    assert (kind in kinds(guide({path: (old, new)}))) is expect
+
+
+def test_op_schema_with_its_python_wrapper_in_the_patch_is_in_sync():
+    result = guide(
+        {
+            "csrc/torch_bindings.cpp": (
+                "void f() {\n}\n",
+                'void f() {\n  ops.def("my_op(Tensor x) -> ()");\n}\n',
+            ),
+            "vllm/_custom_ops.py": (
+                "import torch\n",
+                "import torch\n\ndef my_op(x):\n    torch.ops._C.my_op(x)\n",
+            ),
+        }
+    )
+    assert "op-schema-unwrapped" not in kinds(result)
+
+
+def test_kernel_finding_names_the_kernel_and_is_high():
+    (f,) = only(guide({"csrc/layernorm.cu": (KERNEL_OLD, KERNEL_NEW)}), "kernel-changed")
+    assert (
+        f["severity"] == "high"
+        and "rms_norm_kernel" in f["message"]["en"]
+        and "template run<…>" in f["message"]["en"]
+    )
+
+
+def test_dependency_pin_names_old_and_new():
+    (f,) = only(
+        guide({"requirements/cuda.txt": ("tilelang==0.1.9\n", "tilelang==0.1.10\n")}),
+        "dependency-pin-changed",
+    )
+    assert "==0.1.9" in f["message"]["en"] and "==0.1.10" in f["message"]["en"]
+
+
+def _import_guide(importer: str) -> dict:
+    return guide(
+        {
+            "vllm/lib.py": ("def present():\n    pass\n", "def present():\n    pass\n\nX = 1\n"),
+            "vllm/user.py": ("x = 1\n", importer),
+        }
+    )
+
+
+def test_import_of_a_name_that_exists_nowhere():
+    (f,) = only(_import_guide("from vllm.lib import present, absent\n"), "import-missing")
+    assert f["severity"] == "high" and "`absent`" in f["message"]["en"] and "`vllm.lib`" in f["message"]["en"]
+
+
+def test_import_of_names_that_exist_is_fine():
+    assert "import-missing" not in kinds(
+        _import_guide("from vllm.lib import present, X\nfrom os import path\n")
+    )
+
+
+# --- precision fixes ---------------------------------------------------------------------------------
+
+
+def test_a_commit_message_saying_a_file_is_left_untouched_is_no_claim():
+    from patchkit.diff.model import Commit
+
+    files = {"vllm/a.py": ("x = 1\n", "x = 2\n")}
+    said = Commit(
+        None, "A", "a@x", "", "fix a", "Change a.py; b.py and envs.py are left untouched.\n不改 c.py\n"
+    )
+    claimed = Commit(None, "A", "a@x", "", "fix a", "Change a.py and b.py.\n")
+    assert "message-names-untouched-file" not in kinds(guide(files, [said]))
+    (f,) = only(guide(files, [claimed]), "message-names-untouched-file")
+    assert "`b.py`" in f["message"]["en"]
+
+
+def test_all_is_not_a_default_and_dunders_and_pytestmark_are_not_api():
+    old = "__all__ = ['a']\n__version__ = '1'\nLIMIT = 1\n"
+    new = "__all__ = ['a', 'b']\n__version__ = '2'\nLIMIT = 2\n"
+    found = only(guide({MOD: (old, new)}), "default-changed")
+    assert [f["message"]["en"].split("`")[1] for f in found] == ["LIMIT"]
+    test_old = (
+        "import pytest\npytestmark = pytest.mark.cpu\n\ndef test_x():\n    pass\n\ndef helper():\n    pass\n"
+    )
+    gone = kinds(guide({"tests/test_x.py": (test_old, "import pytest\n\ndef test_y():\n    pass\n")}))
+    assert gone.count("public-symbol-removed") == 1  # `helper`, not `pytestmark` nor `test_x`
+
+
+def test_a_removed_pass_through_init_is_not_a_removed_symbol():
+    old = (
+        "class A(B):\n    def __init__(self, x):\n        super().__init__(x)\n\n"
+        "    def run(self):\n        pass\n"
+    )
+    new = "class A(B):\n    def run(self):\n        pass\n"
+    assert "public-symbol-removed" not in kinds(guide({MOD: (old, new)}))
+    real = "class A(B):\n    def __init__(self, x):\n        self.x = x\n\n    def run(self):\n        pass\n"
+    assert "public-symbol-removed" in kinds(guide({MOD: (real, new)}))
+
+
+def test_getenv_keyword_default_is_read():
+    (f,) = only(
+        guide({MOD: ("import os\n", "import os\nN = int(os.getenv('VLLM_N', default=5))\n")}), "new-env-var"
+    )
+    assert "(default 5)" in f["message"]["en"]
+
+
+def test_signature_direction_optional_parameter_is_not_check_every_caller():
+    (f,) = only(
+        guide({MOD: ("def f(a):\n    pass\n", "def f(a, b=None):\n    pass\n")}),
+        "signature-changed",
+    )
+    assert f["severity"] == "low" and "existing callers still work" in f["message"]["en"]
+    (g,) = only(guide({MOD: ("def f(a, b=None):\n    pass\n", "def f(a):\n    pass\n")}), "signature-changed")
+    assert "check every caller" in g["message"]["en"] and "`b`" in g["message"]["en"]
+
+
+def test_a_template_counts_as_untested_only_when_code_names_it():
+    template = {"vllm/templates/chat.jinja": ("{{ a }}\n", "{{ b }}\n")}
+    assert "no-test-touched" not in kinds(guide(template))
+    used = dict(template, **{MOD: ("T = 'x'\n", "T = 'chat.jinja'\n")})
+    (f,) = only(guide(used), "no-test-touched")
+    assert "vllm/templates/chat.jinja" in f["evidence"]
