@@ -15,12 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from patchkit.audit.guide import PRE_IMAGE_KINDS
 from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.diff.parse import parse_diff
 from patchkit.errors import UserError
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
+from patchkit.report.pictures import label_grid, series_graph
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
@@ -76,8 +78,20 @@ def render_html(result: AuditResult, lang: str) -> str:
             domains=domains,
             counts=counts,
             base=_pin_text(result),
+            series_lead=_text((result.guide or {}).get("lead"), lang),
+            graph=Markup(series_graph(result, t("ui.graph", lang), _verdict_words(lang))),
+            grid=Markup(label_grid(result, t("ui.labels_grid", lang))),
         )
     )
+
+
+def _verdict_words(lang: str) -> dict[str, str]:
+    return {v: t(f"ui.verdict.{v}", lang) for v in ("ready", "needs-work", "blocked")}
+
+
+def _text(words: Any, lang: str) -> str:
+    """A filled ``{"en", "zh"}`` text in ``lang``; empty when the record has none."""
+    return (words.get(lang) or words.get("en") or "") if isinstance(words, Mapping) else ""
 
 
 def _pin_text(result: AuditResult) -> str:
@@ -100,6 +114,7 @@ def _patch_view(number: int, pa: PatchAudit, lang: str) -> dict[str, Any]:
         "files": files,
         "findings": findings,
         "priority": guide.get("priority"),
+        "lead": _text(guide.get("lead"), lang),
         "order": guide.get("order", []),
         "follow_ups": guide.get("follow_ups", []),
         "reasons": reason_texts(pa, lang),

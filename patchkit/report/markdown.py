@@ -62,6 +62,9 @@ def _render(
     ]
     if cut:
         out += [f"> {t('ui.md.cut', lang, what=t('list.sep', lang).join(cut))}", ""]
+    if isinstance((result.guide or {}).get("lead"), dict):
+        lead = _cell(_pick(result.guide["lead"], lang))
+        out += [f"**{t('ui.series_lead', lang)}{t('punct.colon', lang).strip()}** {lead}", ""]
     gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
     out.append(
         "| # | "
@@ -109,6 +112,9 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
     if p.depends_on:
         depends = t("list.sep", lang).join(_cell(d) for d in p.depends_on)
         out.append(f"- {t('ui.depends', lang)}{t('punct.colon', lang)}{depends}")
+    if isinstance(p.guide.get("lead"), dict):
+        lead = _cell(_pick(p.guide["lead"], lang))
+        out += ["", f"> **{t('ui.lead', lang)}{t('punct.colon', lang).strip()}** {lead}"]
     priority = p.guide.get("priority")
     if priority:
         out += [
