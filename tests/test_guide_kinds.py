@@ -10,6 +10,15 @@ from tests.test_guide import guide, kinds, only
 MOD = "vllm/mod.py"
 FLAG_OLD = "def serve(request, out):\n    out.append(1)\n    return out\n"
 FLAG_NEW = "def serve(request, out):\n    if request.stream_usage:\n        out.append(1)\n    return out\n"
+THINK_OLD = "def extract(self, request, text):\n    return self.split(text)\n"
+THINK_NEW = (
+    "def extract(self, request, text):\n"
+    "    kw = request.chat_template_kwargs\n"
+    "    if request.chat_template_kwargs is None or kw.get('thinking', False) is False:\n"
+    "        return None, text\n"
+    "    return self.split(text)\n"
+)
+REQ_OLD = "class Request:\n    def __init__(self, kv_transfer_params):\n        self.num_cached_tokens = -1\n"
 FLAG_NOT = "def serve(request, out):\n    if not request.skip:\n        out.append(1)\n    return out\n"
 
 
@@ -37,6 +46,8 @@ FLAG_NOT = "def serve(request, out):\n    if not request.skip:\n        out.appe
         ("forced-setting", "x = 1\n", "def f(req):\n    req.output.text = ''\n", False),
         ("off-unless-request-flag", FLAG_OLD, FLAG_NEW, True),
         ("off-unless-request-flag", FLAG_OLD, FLAG_NOT, False),
+        ("off-unless-request-flag", THINK_OLD, THINK_NEW, True),
+        ("off-unless-request-flag", THINK_OLD, THINK_NEW.replace("return None, text", "log(text)"), False),
         (
             "exception-type-changed",
             "def f():\n    raise NotImplementedError('x')\n",
@@ -51,14 +62,29 @@ FLAG_NOT = "def serve(request, out):\n    if not request.skip:\n        out.appe
         ),
         (
             "client-value-replaces-server",
-            "def f(request, self):\n    prompt_tokens = self.count\n    return prompt_tokens\n",
-            "def f(request, self):\n    prompt_tokens = request.cached\n    return prompt_tokens\n",
+            REQ_OLD,
+            REQ_OLD + "        if self.kv_transfer_params is not None:\n"
+            "            self.num_cached_tokens = self.kv_transfer_params.get('num_cached_tokens', -1)\n",
             True,
         ),
         (
-            "client-value-replaces-server",
-            "def f(request, self):\n    prompt_tokens = self.count\n    return prompt_tokens\n",
-            "def f(request, self):\n    prompt_tokens = self.count + 1\n    return prompt_tokens\n",
+            "client-value-replaces-server",  # the engine's own request object, not client data
+            "def f(request):\n    request.num_computed_tokens = computed\n",
+            "def f(request):\n    request.num_computed_tokens = request.num_tokens - 1\n",
+            False,
+        ),
+        (
+            "off-unless-request-flag",  # a None guard on the value it uses is no flag
+            "def f(finished_request, h):\n    h.observe(\n        finished_request.max_tokens)\n",
+            "def f(finished_request, h):\n    if finished_request.max_tokens:\n        h.observe(\n"
+            "            finished_request.max_tokens)\n",
+            False,
+        ),
+        (
+            "off-unless-request-flag",  # the old path still runs in the else: on by default
+            FLAG_OLD,
+            "def serve(request, out):\n    if request.fast:\n        out.append(2)\n"
+            "    else:\n        out.append(1)\n    return out\n",
             False,
         ),
         ("hard-coded-cpu-ids", "import os\n", "import os\nos.sched_setaffinity(0, {0, 1, 2, 3})\n", True),

@@ -135,12 +135,28 @@ def _statement(text: str) -> ast.stmt | None:
     return body[0] if len(body) == 1 else None
 
 
-def _mentions_request(node: ast.AST | None) -> bool:
-    return node is not None and any(
-        (isinstance(n, ast.Name) and "request" in n.id.lower())
-        or (isinstance(n, ast.Attribute) and "request" in n.attr.lower())
+_REQUEST_NAME = re.compile(r"^(\w+_)?request$")
+CLIENT_FIELDS = frozenset({"kv_transfer_params", "extra_args", "extra_body", "vllm_xargs"})
+
+
+def _request_attrs(node: ast.AST | None) -> list[str]:
+    """``request.x`` (or ``raw_request.x``, ``finished_request.x``) attributes read in ``node``."""
+    return [
+        ast.unparse(n)
         for n in ast.walk(node)
-    )
+        if node is not None
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and _REQUEST_NAME.match(n.value.id)
+    ]
+
+
+def _client_data(node: ast.AST) -> bool:
+    """Reads a field clients fill and the server passes on (``kv_transfer_params``, ``extra_args``).
+    The API request's ordinary fields (``request.max_tokens``) are the client's own settings."""
+    for n in ast.walk(node):
+        name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else None
+        if name in CLIENT_FIELDS:
+            return True
+    return False
 
 
 def _hunks(view: FileView) -> list[tuple[list[tuple[int, str]], list[tuple[int, str]]]]:
@@ -182,23 +198,26 @@ def _hunk_findings(view: FileView) -> list[Finding]:
                     )
                 )
         out += _request_flag(view, removed, added)
-        out += _client_value(view, removed, added)
-    return out
+    return out + (_client_value(view) + _request_gates(view) if view.post is not None else [])
 
 
 def _request_flag(view: FileView, removed: list, added: list) -> list[Finding]:
-    """Existing lines re-indented under a new ``if <request flag>:``: now off unless the flag is set."""
+    """Existing lines re-indented under a new ``if request.x:`` (no else): off unless the flag is set.
+    A guard on the very value the body uses (``if r.x: observe(r.x)``) is a None check, not a flag."""
     out = []
     moved = {t.strip(): _indent(t) for _, t in removed if t.strip()}
     for index, (line, text) in enumerate(added):
         node = _statement(text)
-        if (
-            not isinstance(node, ast.If)
-            or isinstance(node.test, ast.UnaryOp)
-            or not _mentions_request(node.test)
-        ):
+        if not isinstance(node, ast.If) or isinstance(node.test, ast.UnaryOp):
             continue
-        body = [t for _, t in added[index + 1 :] if t.strip() and _indent(t) > _indent(text)]
+        flags = _request_attrs(node.test)
+        body = []
+        for _, t in added[index + 1 :]:
+            if t.strip() and _indent(t) <= _indent(text):
+                break
+            body.append(t)
+        if not flags or any(f in t for f in flags for t in body):
+            continue
         if any(t.strip() in moved and _indent(t) > moved[t.strip()] for t in body):
             flag = ast.unparse(node.test)[:80]
             out.append(
@@ -207,24 +226,66 @@ def _request_flag(view: FileView, removed: list, added: list) -> list[Finding]:
     return out
 
 
-def _client_value(view: FileView, removed: list, added: list) -> list[Finding]:
-    """``x = <server value>`` replaced by ``x = <request field>`` (or ``request.x or <server value>``)."""
+def _unset(test: ast.AST) -> bool:
+    """Holds when the client did not ask: ``not r.x``, ``r.x is None``, ``.get(k, False) is False``."""
+    for n in ast.walk(test):
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            return True
+        if isinstance(n, ast.Compare) and any(
+            isinstance(c, ast.Constant) and c.value in (None, False) for c in n.comparators
+        ):
+            return True
+    return False
+
+
+def _early_out(node: ast.If) -> bool:
+    """The body only leaves early or switches something off."""
+    return not node.orelse and all(
+        isinstance(s, ast.Return)
+        or (
+            isinstance(s, ast.Assign)
+            and isinstance(s.value, ast.Constant)
+            and s.value.value in (False, None, 0)
+        )
+        for s in node.body
+    )
+
+
+def _request_gates(view: FileView) -> list[Finding]:
+    """A new ``if <request flag unset>: return`` (or ``feature = False``) in front of existing code:
+    the behaviour is now off for every client that does not send the flag."""
     out = []
-    before = {}
-    for _, text in removed:
-        node = _statement(text)
-        if isinstance(node, ast.Assign) and not _mentions_request(node.value):
-            before[ast.unparse(node.targets[0])] = ast.unparse(node.value)
-    for line, text in added:
-        node = _statement(text)
-        if isinstance(node, ast.Assign) and (target := ast.unparse(node.targets[0])) in before:
-            if _mentions_request(node.value):
-                evidence = [f"- {target} = {before[target]}"[:120], f"+ {text.strip()}"[:120]]
-                out.append(
-                    make_finding(
-                        "client-value-replaces-server", "high", view.path, line, evidence, name=target
-                    )
+    for node in view.post_nodes.of(ast.If):
+        if node.lineno in view.added and _request_attrs(node.test) and _unset(node.test) and _early_out(node):
+            flag = ", ".join(dict.fromkeys(_request_attrs(node.test)))[:80]
+            evidence = [view.added[node.lineno].strip()[:160]]
+            out.append(
+                make_finding("off-unless-request-flag", "high", view.path, node.lineno, evidence, flag=flag)
+            )
+    return out
+
+
+def _client_value(view: FileView) -> list[Finding]:
+    """An added assignment of client data (``kv_transfer_params``, the API request) to something the
+    server computed: the same target assigned from server data on a removed line or elsewhere."""
+
+    def assigns(nodes) -> list[tuple[str, ast.Assign]]:
+        return [(ast.unparse(t), n) for n in nodes.of(ast.Assign) for t in n.targets]
+
+    server = {
+        target
+        for target, node in assigns(view.pre_nodes) + assigns(view.post_nodes)
+        if not _client_data(node.value) and (node.lineno in view.removed or node.lineno not in view.added)
+    }
+    out = []
+    for target, node in assigns(view.post_nodes):
+        if node.lineno in view.added and target in server and _client_data(node.value):
+            evidence = [view.added[node.lineno].strip()[:160]]
+            out.append(
+                make_finding(
+                    "client-value-replaces-server", "high", view.path, node.lineno, evidence, name=target
                 )
+            )
     return out
 
 

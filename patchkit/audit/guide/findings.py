@@ -364,7 +364,8 @@ def _literal_findings(view: FileView) -> list[Finding]:
             and id(node) not in named
         ):
             magic.append(node)
-    if magic:
+    test_file = "/tests/" in f"/{view.path}" or view.path.rsplit("/", 1)[-1].startswith("test_")
+    if magic and not test_file:  # a test's literals are its data, not tuning knobs
         magic.sort(key=lambda n: n.lineno)
         lines = list(dict.fromkeys(n.lineno for n in magic))
         evidence = [f"L{line}: {view.added[line].strip()}" for line in lines[:8]]
