@@ -329,3 +329,29 @@ def test_a_template_counts_as_untested_only_when_code_names_it():
     used = dict(template, **{MOD: ("T = 'x'\n", "T = 'chat.jinja'\n")})
     (f,) = only(guide(used), "no-test-touched")
     assert "vllm/templates/chat.jinja" in f["evidence"]
+
+
+def test_items_under_a_negated_heading_are_no_claims():
+    from patchkit.diff.model import Commit
+
+    files = {"vllm/a.py": ("x = 1\n", "x = 2\n")}
+    body = "- a.py: change x\n\n已确认 v1.3.0 内置（无需重放）:\n- cudagraph sizes (config/vllm.py)\n\n"
+    body += "- b.py: claimed\n"
+    found = only(guide(files, [Commit(None, "A", "a@x", "", "fix", body)]), "message-names-untouched-file")
+    assert [f["message"]["en"].split("`")[1] for f in found] == ["b.py"]
+    read_via = Commit(None, "A", "a@x", "", "fix", "VLLM_X: os.environ 直读，不经 envs.py\n")
+    assert "message-names-untouched-file" not in kinds(guide(files, [read_via]))
+
+
+def test_setattr_on_another_config_is_a_forced_setting():
+    old = "def f(self):\n    pass\n"
+    new = "def f(self):\n    setattr(self.draft_model_config, 'max_model_len', n)\n"
+    (f,) = only(guide({MOD: (old, new)}), "forced-setting")
+    assert "`draft_model_config.max_model_len`" in f["message"]["en"]
+    assert "forced-setting" not in kinds(guide({MOD: (old, "def f(self):\n    setattr(self, 'x', 1)\n")}))
+
+
+def test_a_client_field_handed_on_by_keyword_replaces_nothing():
+    old = "def f(a, cls):\n    req = cls(kv_transfer_params=a.kv_transfer_params)\n    req = None\n"
+    new = "def f(a, cls):\n    req = cls(kv_transfer_params=a.kv_transfer_params, x=1)\n    req = None\n"
+    assert "client-value-replaces-server" not in kinds(guide({"vllm/entrypoints/x.py": (old, new)}))

@@ -29,6 +29,7 @@ from patchkit.audit.guide.imports import import_findings
 from patchkit.audit.guide.lead import finish, series_lead
 from patchkit.audit.guide.native import native_findings
 from patchkit.audit.guide.priority import CONTRACT_PATHS, LEVELS, follow_ups, reading_order, reading_priority
+from patchkit.audit.guide.runtime import env_write_findings
 from patchkit.audit.guide.view import Images, Source, file_view
 from patchkit.audit.model import Finding
 from patchkit.diff.model import Commit, FilePatch
@@ -72,7 +73,10 @@ def review_guide(
     python_lines = [t for v in views if v.path.endswith(".py") for t in v.added.values()]
     for view in views:
         findings += capped(
-            file_findings(view) + behaviour_findings(view) + native_findings(view, python_lines)
+            file_findings(view)
+            + behaviour_findings(view)
+            + env_write_findings(view)
+            + native_findings(view, python_lines)
         )
     findings += env_findings(views)
     findings += call_arg_findings(views)

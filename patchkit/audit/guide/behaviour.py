@@ -41,7 +41,6 @@ def behaviour_findings(view: FileView) -> list[Finding]:
         out += _forced_settings(view)
         out += _cpu_ids(view)
         out += _cli_flags(view)
-        out += _env_write_findings(view)
     out += _hunk_findings(view)
     if view.pre is not None:
         out += _cache_calls_removed(view)
@@ -78,6 +77,27 @@ def _forced_settings(view: FileView) -> list[Finding]:
             out.append(
                 make_finding(
                     "forced-setting", severity, view.path, node.lineno, evidence, setting=setting, value=value
+                )
+            )
+    return out + _forced_by_setattr(view)
+
+
+def _forced_by_setattr(view: FileView) -> list[Finding]:
+    """``setattr(self.draft_model_config, name, value)``."""
+    out = []
+    for node in view.post_nodes.of(ast.Call):
+        if node.lineno not in view.added or call_name(node) != "setattr" or len(node.args) != 3:
+            continue
+        chain = dotted(node.args[0])
+        owners = chain[1:] if chain[:1] == ["self"] else chain
+        if owners and _CONFIG_PART.search(owners[-1]):
+            field = node.args[1]
+            name = field.value if isinstance(field, ast.Constant) else f"<{ast.unparse(field)}>"
+            setting, value = f"{owners[-1]}.{name}", ast.unparse(node.args[2])[:60]
+            evidence = [view.added[node.lineno].strip()]
+            out.append(
+                make_finding(
+                    "forced-setting", "medium", view.path, node.lineno, evidence, setting=setting, value=value
                 )
             )
     return out
@@ -152,9 +172,15 @@ def _request_attrs(node: ast.AST | None) -> list[str]:
 def _client_data(node: ast.AST) -> bool:
     """Reads a field clients fill and the server passes on (``kv_transfer_params``, ``extra_args``).
     The API request's ordinary fields (``request.max_tokens``) are the client's own settings."""
+    passed_on = {  # `kv_transfer_params=req.kv_transfer_params` hands the field on; it replaces nothing
+        id(x)
+        for k in ast.walk(node)
+        if isinstance(k, ast.keyword) and k.arg in CLIENT_FIELDS
+        for x in ast.walk(k.value)
+    }
     for n in ast.walk(node):
         name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else None
-        if name in CLIENT_FIELDS:
+        if name in CLIENT_FIELDS and id(n) not in passed_on:
             return True
     return False
 
@@ -351,49 +377,4 @@ def call_arg_findings(views: list[FileView]) -> list[Finding]:
                         args=", ".join(extra),
                     )
                 )
-    return out
-
-
-def _is_os(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id == "os"
-
-
-def _is_environ(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == "environ" and _is_os(node.value)
-
-
-def _env_write_findings(view: FileView) -> list[Finding]:
-    """An added line that sets an environment variable at runtime (``os.environ[X] = v``,
-    ``os.environ.setdefault(X, v)``, ``os.putenv(X, v)``): a default changed in code, for this
-    process and every process it starts, where no reader of ``envs.py`` will see it."""
-    out = []
-    for node in view.post_nodes.of(ast.Assign, ast.Call):
-        if node.lineno not in view.added:
-            continue
-        key = value = None
-        if isinstance(node, ast.Assign):
-            target = node.targets[0]
-            if isinstance(target, ast.Subscript) and _is_environ(target.value):
-                key, value = target.slice, node.value
-        elif isinstance(node.func, ast.Attribute) and len(node.args) >= 2:
-            func = node.func
-            if (func.attr == "setdefault" and _is_environ(func.value)) or (
-                func.attr == "putenv" and _is_os(func.value)
-            ):
-                key, value = node.args[0], node.args[1]
-        if key is None:
-            continue
-        name = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ast.unparse(key)
-        shown = repr(value.value) if isinstance(value, ast.Constant) else ast.unparse(value)[:60]
-        out.append(
-            make_finding(
-                "env-set-at-runtime",
-                "medium",
-                view.path,
-                node.lineno,
-                [view.added[node.lineno].strip()],
-                name=name,
-                value=shown,
-            )  # fmt: skip
-        )
     return out

@@ -13,8 +13,9 @@ from patchkit.diff.model import Commit, FilePatch
 from patchkit.values import message
 
 _NEGATED = re.compile(
-    r"untouched|unchanged|not (?:touch|modif|chang)|left (?:alone|as is)|no changes? to|does not change"
-    r"|不改|未修改|未改动|不动|保持不变|无改动|没有改",
+    r"untouched|unchanged|not (?:touch|modif|chang)|not via|left (?:alone|as is)|no changes? to"
+    r"|does not change|already (?:in|built)|no need"
+    r"|不改|未修改|未改动|不动|保持不变|无改动|没有改|不经|无需|不需要|已内置|内置",
     re.I,
 )
 _FILE_MENTION = re.compile(
@@ -147,6 +148,20 @@ def test_findings(files: list[FilePatch], views: list[FileView] | None = None) -
     return [make_finding("no-test-touched", "medium", code[0], 0, code[:8], count=len(code))]
 
 
+def _claimed_lines(text: str) -> list[str]:
+    """The lines of a commit message that claim a change: not "left untouched" / "不改", nor the items
+    under a negated heading ("已确认内置（无需重放）:") up to the next blank line."""
+    out, negated_section = [], False
+    for line in text.splitlines():
+        if not line.strip():
+            negated_section = False
+        elif _NEGATED.search(line):
+            negated_section = negated_section or line.rstrip().endswith((":", "："))
+        elif not negated_section:
+            out.append(line)
+    return out
+
+
 def message_findings(
     files: list[FilePatch], commits: list[Commit | None], source_files: list[set[str]] | None
 ) -> list[Finding]:
@@ -158,9 +173,7 @@ def message_findings(
             continue
         touched = source_files[index] if source_files is not None else own
         text = f"{commit.subject}\n{commit.body}"
-        claimed = "\n".join(
-            ln for ln in text.splitlines() if not _NEGATED.search(ln)
-        )  # "left untouched" is no claim
+        claimed = "\n".join(_claimed_lines(text))  # "left untouched" is no claim
         for mention in dict.fromkeys(_FILE_MENTION.findall(claimed)):
             if not any(p == mention or p.endswith(f"/{mention}") for p in touched):
                 line = next(ln for ln in claimed.splitlines() if mention in ln)
