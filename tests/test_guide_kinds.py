@@ -355,3 +355,36 @@ def test_a_client_field_handed_on_by_keyword_replaces_nothing():
     old = "def f(a, cls):\n    req = cls(kv_transfer_params=a.kv_transfer_params)\n    req = None\n"
     new = "def f(a, cls):\n    req = cls(kv_transfer_params=a.kv_transfer_params, x=1)\n    req = None\n"
     assert "client-value-replaces-server" not in kinds(guide({"vllm/entrypoints/x.py": (old, new)}))
+
+
+def test_cpu_ids_in_a_default_list_and_not_the_pid():
+    line = "import os\nCORES = os.getenv('TOKENIZER_AFFINITY_CORES', '11, 12, 13, 14')\n"
+    assert "hard-coded-cpu-ids" in kinds(guide({MOD: ("import os\n", line)}))
+    pid_only = "import os\nos.sched_setaffinity(0, [core_id])\n"
+    assert "hard-coded-cpu-ids" not in kinds(guide({MOD: ("import os\n", pid_only)}))
+
+
+def test_pins_with_spaces_and_ranges():
+    found = only(
+        guide(
+            {
+                "requirements/common.txt": (
+                    "numpy\ntransformers >= 4.51.1\n",
+                    "numpy == 1.26\ntransformers >= 4.51.1, <= 4.53.2\n",
+                )
+            }
+        ),
+        "dependency-pin-changed",
+    )
+    assert [f["message"]["en"] for f in found] == [
+        "Dependency `numpy` changed from * to ==1.26.",
+        "Dependency `transformers` changed from >=4.51.1 to >=4.51.1,<=4.53.2.",
+    ]
+
+
+def test_configuring_a_copy_the_patch_made_is_not_forcing_a_setting():
+    new = (
+        "import copy\n\ndef f(self, kv_cache_config):\n"
+        "    self.cpu_config = copy.deepcopy(kv_cache_config)\n    self.cpu_config.num_blocks = 4\n"
+    )
+    assert "forced-setting" not in kinds(guide({MOD: ("import copy\n", new)}))

@@ -33,6 +33,8 @@ _RAISE = re.compile(r"^\s*raise\s+([\w.]+)")
 _AFFINITY_CALLS = {"sched_setaffinity", "cpu_affinity", "set_cpu_affinity", "setaffinity"}
 _TASKSET = re.compile(r"\b(taskset\s+(-\w+\s+)*-c\s*|--physcpubind[= ]|--cpunodebind[= ])\d")
 _CACHE_NAME = re.compile(r"cache", re.I)
+_ID_LIST = re.compile(r"^\s*\d+(\s*[,-]\s*\d+){2,}\s*$")
+_CORE_WORD = re.compile(r"core|cpu|affinit", re.I)
 
 
 def behaviour_findings(view: FileView) -> list[Finding]:
@@ -62,6 +64,9 @@ def dotted(node: ast.AST) -> list[str]:
 def _forced_settings(view: FileView) -> list[Finding]:
     """``x.cache_config.enable_prefix_caching = False``: a setting of another config forced in code."""
     out = []
+    made = {  # objects the patch itself creates (a deepcopy it then configures): nobody's setting
+        ast.unparse(t) for n in view.post_nodes.of(ast.Assign) if n.lineno in view.added for t in n.targets
+    }
     for node in view.post_nodes.of(ast.Assign, ast.AnnAssign):
         if node.lineno not in view.added or node.value is None:
             continue
@@ -69,6 +74,8 @@ def _forced_settings(view: FileView) -> list[Finding]:
             chain = dotted(target) if isinstance(target, ast.Attribute) else []
             owners = chain[1:-1] if chain[:1] == ["self"] else chain[:-1]
             if len(chain) < 2 or not any(_CONFIG_PART.search(p) for p in owners):
+                continue
+            if ast.unparse(target.value) in made:
                 continue
             setting = ".".join(chain[-2:])
             value = ast.unparse(node.value)[:60]
@@ -109,17 +116,17 @@ def _cpu_ids(view: FileView) -> list[Finding]:
         if node.lineno not in view.added:
             continue
         if isinstance(node, ast.Call) and call_name(node) in _AFFINITY_CALLS:
+            args = node.args[1:] if call_name(node) == "sched_setaffinity" else node.args  # not the pid
             literal = [
-                n
-                for a in node.args
-                for n in ast.walk(a)
-                if isinstance(n, ast.Constant) and type(n.value) is int
+                n for a in args for n in ast.walk(a) if isinstance(n, ast.Constant) and type(n.value) is int
             ]
-            fixed = [a for a in node.args if isinstance(a, (ast.List, ast.Set, ast.Tuple, ast.Call))]
+            fixed = [a for a in args if isinstance(a, (ast.List, ast.Set, ast.Tuple, ast.Call))]
             if not literal or not fixed:
                 continue
         elif not (
-            isinstance(node, ast.Constant) and isinstance(node.value, str) and _TASKSET.search(node.value)
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _cpu_list(node.value, view, node)
         ):
             continue
         evidence = [view.added[node.lineno].strip()]
@@ -129,6 +136,12 @@ def _cpu_ids(view: FileView) -> list[Finding]:
             )
         )
     return out[:1] + [f for f in out[1:] if f.line != out[0].line]
+
+
+def _cpu_list(text: str, view: FileView, node: ast.AST) -> bool:
+    """``taskset -c 0-7`` / ``--physcpubind=0``, or a literal list of core ids on a line about cores."""
+    line = view.added.get(node.lineno, "")
+    return bool(_TASKSET.search(text) or (_ID_LIST.match(text) and _CORE_WORD.search(line)))
 
 
 def _cli_flags(view: FileView) -> list[Finding]:

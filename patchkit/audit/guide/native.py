@@ -19,10 +19,11 @@ _INSTANCE = re.compile(r"^\s*template\s+(?!<)[\w:<>,\s*&]*?\b(\w+)\s*<")
 _OP_DEF = re.compile(r"""\b\w+\.def\(\s*"(\w+)\(""")
 _OP_DEF_OPEN = re.compile(r"\b\w+\.def\(\s*$")
 _OP_NAME = re.compile(r'^\s*"(\w+)\(')
-_REQ = re.compile(
-    r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*((?:[=<>!~]=?|===)[^;#\s]*(?:\s*,\s*[=<>!~]=?[^;#\s,]*)*)?"
+_SPEC = r"(?:===|[=<>!~]=?)\s*[^;#\s,\"]+"
+_REQ = re.compile(rf"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*({_SPEC}(?:\s*,\s*{_SPEC})*)?")
+_TOML_DEP = re.compile(
+    rf"""^\s*"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*({_SPEC}(?:\s*,\s*{_SPEC})*)?"""
 )
-_TOML_DEP = re.compile(r"""^\s*"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([=<>!~][^";]*)?""")
 _TIMEOUT = re.compile(r"\btimeout[\w-]*\s*:\s*(\S+)", re.I)
 _STEP = re.compile(r"^\s*-\s*(label|name)\s*:\s*(.+)$")
 
@@ -122,7 +123,7 @@ def _requirements(lines: dict[int, str], toml: bool) -> dict[str, tuple[str, int
             continue
         match = (_TOML_DEP if toml else _REQ).match(text)
         if match and (toml or match.group(3) or re.fullmatch(r"\s*[\w.-]+\s*", text)):
-            spec = (match.group(3) or "").strip().rstrip(",")
+            spec = re.sub(r"\s+", "", match.group(3) or "")
             found[match.group(1).lower().replace("_", "-")] = (spec or "*", line)
     return found
 
