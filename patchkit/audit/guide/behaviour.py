@@ -140,7 +140,7 @@ def _cpu_ids(view: FileView) -> list[Finding]:
 
 def _cpu_list(text: str, view: FileView, node: ast.AST) -> bool:
     """``taskset -c 0-7`` / ``--physcpubind=0``, or a literal list of core ids on a line about cores."""
-    line = view.added.get(node.lineno, "")
+    line = view.added.get(node.lineno - 1, "") + view.added.get(node.lineno, "")  # a call split over lines
     return bool(_TASKSET.search(text) or (_ID_LIST.match(text) and _CORE_WORD.search(line)))
 
 
