@@ -388,3 +388,8 @@ def test_configuring_a_copy_the_patch_made_is_not_forcing_a_setting():
         "    self.cpu_config = copy.deepcopy(kv_cache_config)\n    self.cpu_config.num_blocks = 4\n"
     )
     assert "forced-setting" not in kinds(guide({MOD: ("import copy\n", new)}))
+
+
+def test_a_unit_conversion_is_not_a_magic_number():
+    assert "magic-number" not in kinds(guide({MOD: ("x = 1\n", "def f(d):\n    return d * 1000\n")}))
+    assert "magic-number" in kinds(guide({MOD: ("x = 1\n", "def f(d):\n    return d * 1536\n")}))

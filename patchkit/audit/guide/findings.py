@@ -34,6 +34,7 @@ LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critic
 REWRITE_SHARE = 0.5
 REWRITE_LINES = 200
 MAGIC_MIN = 100
+UNIT_FACTORS = frozenset({1000, 1e3, 1e6, 1e9})  # s -> ms, bytes -> MB: conversions, not tuning knobs
 MAX_PER_KIND = 5  # per file; the rest are folded into the last finding's evidence
 _HARD_PATH = re.compile(r"^/(tmp|var|home|root|opt|data|mnt|srv|usr/local)(/|$)")
 _LOG_CALL = re.compile(r"\b(logger|logging|log)\.\w+\(|warnings\.warn\(|\bprint\(")
@@ -361,6 +362,7 @@ def _literal_findings(view: FileView) -> list[Finding]:
             isinstance(value, (int, float))
             and not isinstance(value, bool)
             and abs(value) >= MAGIC_MIN
+            and value not in UNIT_FACTORS
             and id(node) not in named
         ):
             magic.append(node)
