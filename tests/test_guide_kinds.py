@@ -393,3 +393,15 @@ def test_configuring_a_copy_the_patch_made_is_not_forcing_a_setting():
 def test_a_unit_conversion_is_not_a_magic_number():
     assert "magic-number" not in kinds(guide({MOD: ("x = 1\n", "def f(d):\n    return d * 1000\n")}))
     assert "magic-number" in kinds(guide({MOD: ("x = 1\n", "def f(d):\n    return d * 1536\n")}))
+
+
+def test_existing_code_put_behind_an_environment_switch_is_off_by_default():
+    old = "import os\n\ndef f(n, budget):\n    n = min(n, budget)\n    return n\n"
+    new = (
+        "import os\nFORCE = os.getenv('FORCE', '0') == '1'\n\ndef f(n, budget):\n"
+        "    if FORCE:\n        n = min(n, budget)\n    return n\n"
+    )
+    (f,) = only(guide({MOD: (old, new)}), "off-unless-request-flag")
+    assert "`FORCE`" in f["message"]["en"]
+    plain = new.replace("if FORCE:", "if n > 3:")
+    assert "off-unless-request-flag" not in kinds(guide({MOD: (old, plain)}))

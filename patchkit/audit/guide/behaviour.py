@@ -240,16 +240,28 @@ def _hunk_findings(view: FileView) -> list[Finding]:
     return out + (_client_value(view) + _request_gates(view) if view.post is not None else [])
 
 
+def _env_switches(view: FileView) -> set[str]:
+    """Module constants read from the environment (``X = os.getenv("X", "0") == "1"``)."""
+    names = set()
+    for node in view.post.body if view.post else []:
+        if isinstance(node, ast.Assign) and any(w in ast.unparse(node.value) for w in ("getenv", "environ")):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
 def _request_flag(view: FileView, removed: list, added: list) -> list[Finding]:
     """Existing lines re-indented under a new ``if request.x:`` (no else): off unless the flag is set.
     A guard on the very value the body uses (``if r.x: observe(r.x)``) is a None check, not a flag."""
     out = []
     moved = {t.strip(): _indent(t) for _, t in removed if t.strip()}
+    switches = _env_switches(view) if added else set()
     for index, (line, text) in enumerate(added):
         node = _statement(text)
         if not isinstance(node, ast.If) or isinstance(node.test, ast.UnaryOp):
             continue
-        flags = _request_attrs(node.test)
+        flags = _request_attrs(node.test) + [
+            n.id for n in ast.walk(node.test) if isinstance(n, ast.Name) and n.id in switches
+        ]
         body = []
         for _, t in added[index + 1 :]:
             if t.strip() and _indent(t) <= _indent(text):
