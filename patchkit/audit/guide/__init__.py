@@ -10,7 +10,8 @@ Layout: ``view`` (each image parsed and walked once), ``findings`` (per-file det
 
 from __future__ import annotations
 
-from patchkit.audit.guide.behaviour import behaviour_findings, call_arg_findings
+from patchkit.audit.guide.behaviour import behaviour_findings
+from patchkit.audit.guide.calls import cache_findings, call_arg_findings
 from patchkit.audit.guide.crossfile import env_findings, message_findings, test_findings
 from patchkit.audit.guide.findings import (
     CONSTRAINT_KWARGS,
@@ -75,6 +76,7 @@ def review_guide(
         findings += capped(
             file_findings(view)
             + behaviour_findings(view)
+            + cache_findings(view)
             + env_write_findings(view)
             + native_findings(view, python_lines)
         )
