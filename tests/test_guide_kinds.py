@@ -405,3 +405,13 @@ def test_existing_code_put_behind_an_environment_switch_is_off_by_default():
     assert "`FORCE`" in f["message"]["en"]
     plain = new.replace("if FORCE:", "if n > 3:")
     assert "off-unless-request-flag" not in kinds(guide({MOD: (old, plain)}))
+
+
+def test_a_large_host_side_change_says_so():
+    body = "".join(f"int f{i}(int x) {{ return x + {i}; }}\n" for i in range(90))
+    (f,) = only(guide({"csrc/ops/host.cpp": ("", body)}), "kernel-changed")
+    assert (
+        f["severity"] == "medium"
+        and "host code only" in f["message"]["en"]
+        and "仅主机端代码" in f["message"]["zh"]
+    )

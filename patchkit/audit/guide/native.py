@@ -10,6 +10,7 @@ import re
 from patchkit.audit.guide.findings import make_finding
 from patchkit.audit.guide.view import FileView
 from patchkit.audit.model import Finding
+from patchkit.values import message
 
 KERNEL_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".c")
 KERNEL_LINES = 80  # changed lines in one kernel file that make it a finding without a __global__
@@ -96,7 +97,7 @@ def _kernel_findings(view: FileView, python_lines: list[str]) -> list[Finding]:
                 line,
                 evidence,
                 count=changed,
-                kernels=", ".join(what) or "-",
+                kernels=", ".join(what) or message("kernel.host-only"),
             )
         )
     wrapped = "\n".join(python_lines)
