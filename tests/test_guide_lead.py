@@ -135,3 +135,10 @@ def test_series_lead_and_determinism():
     assert words["zh"].startswith("共 2 个补丁")
     again = in_all_languages(series_lead([audit({MOD: FORCED}, name="0001-a.patch"), second]))
     assert again == words and lead(first) == lead(audit({MOD: FORCED}, name="0001-a.patch"))
+
+
+def test_upgrade_advice_skips_opt_in_variables_but_keeps_fallbacks():
+    new = "import os\nA = os.getenv('VLLM_OPT_IN')\nB = os.getenv('VLLM_NEW', os.getenv('VLLM_OLD', '1'))\n"
+    text = lead(audit({MOD: ("import os\n", new)}))
+    assert "VLLM_OPT_IN" not in text.split("Before upgrading:")[1].split("Follow-ups:")[0]
+    assert "if you run with `VLLM_NEW` unset" in text

@@ -190,7 +190,7 @@ def _upgrade(findings: list[dict]) -> dict:
     ):
         params = _params(f)
         key = (f["kind"], str(params.get("name", params.get("setting", ""))))
-        if f["kind"] == "new-env-var" and isinstance(params.get("default"), dict):
+        if f["kind"] == "new-env-var" and (params.get("default") or {}) == message("env.no-default"):
             continue  # no default: nothing changes for whoever does not export it
         if key not in seen:
             seen.add(key)
