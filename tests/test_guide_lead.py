@@ -142,3 +142,11 @@ def test_upgrade_advice_skips_opt_in_variables_but_keeps_fallbacks():
     text = lead(audit({MOD: ("import os\n", new)}))
     assert "VLLM_OPT_IN" not in text.split("Before upgrading:")[1].split("Follow-ups:")[0]
     assert "if you run with `VLLM_NEW` unset" in text
+
+
+def test_a_large_change_without_high_findings_is_still_a_close_read():
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(800))
+    pa = audit({MOD: (None, body), "tests/test_mod.py": (None, "def test_a():\n    assert 1\n")})
+    assert not any(f["severity"] == "high" for f in pa.guide["findings"])
+    assert pa.guide["priority"]["level"] == "close-read" and pa.guide["priority"]["minutes"] >= 60
+    assert "min of changes to read" in in_all_languages(pa.guide["priority"]["reason"])["en"]

@@ -27,6 +27,7 @@ LEVELS = ("close-read", "skim", "skip")
 # lines a reviewer reads in a minute, by kind of file: kernels are slow, tests and pins fast
 LINES_PER_MINUTE = {"kernel": 12, "code": 25, "test": 50, "other": 80}
 SKIP_LINES = 40  # a patch this small with nothing above "medium: no test" can be skipped
+CLOSE_MINUTES = 60  # this much to read is a close read whatever the findings say
 QUIET_KINDS = frozenset({"no-test-touched", "message-names-untouched-file", "magic-number", "cli-flag-added"})
 
 
@@ -56,8 +57,8 @@ def reading_priority(findings: list, files: list[Mapping] | None = None) -> dict
     minutes = reading_minutes(files, len(high))
     lines = sum(f["added"] + f["removed"] for f in files)
     loud = [f for f in findings if _get(f, "kind") not in QUIET_KINDS and _get(f, "severity") != "info"]
-    if high:
-        kinds = [message(f"kind.{k}") for k in high]
+    if high or minutes >= CLOSE_MINUTES:
+        kinds = [message(f"kind.{k}") for k in high] or [message("priority.large", minutes=minutes)]
         reason = message("priority.close-read.reason", kinds=kinds)
         level = "close-read"
     elif (
