@@ -19,6 +19,7 @@ from typing import Any
 
 from patchkit import cache
 from patchkit.audit import guide
+from patchkit.audit.focus import focused_tests, patch_labels, patch_reviewers
 from patchkit.audit.gates import (
     NOT_APPLIED,
     GateContext,
@@ -39,6 +40,7 @@ from patchkit.errors import UserError
 from patchkit.series.files import load_entries, load_split_json
 from patchkit.split.model import Domain
 from patchkit.split.rules import Classifier
+from patchkit.upstream.meta import UpstreamMeta, read_upstream
 from patchkit.values import Message, Pin
 
 GATE_RESULT_FORMAT = 2  # bump when a cached GateResult's shape changes (2: message keys): every gate expires
@@ -223,6 +225,9 @@ def run_audit(
             patch.overlay_files = overlay_diffs(base, patch, states[patch.index])
     base_hash = pin.tree_hash or ""
     chosen = [p for p in patches if in_shard(p.index, options.shard)]
+    meta = read_upstream(base.root)
+    for patch in chosen:
+        patch.focused = focused_tests(sorted(patch.touched), meta.steps, _tests_under(base, patch), base.read)
 
     def audit_one(patch: PatchUnderAudit) -> PatchAudit:
         pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options)
@@ -232,14 +237,41 @@ def run_audit(
 
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         audits = list(pool.map(audit_one, chosen))
+    for audit, patch in zip(audits, chosen):
+        _upstream_view(audit, patch, meta)
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
-           "series_patches": [p.name for p in patches]}  # fmt: skip
+           "series_patches": [p.name for p in patches], "upstream_missing": meta.missing}  # fmt: skip
     for name in options.gates:
         env.update(REGISTRY[name].environment(options.settings))
     shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
     result = AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
     result.guide = {"lead": guide.series_lead(audits)} if audits else {}
     return result
+
+
+def _tests_under(base: BaseTree, patch: PatchUnderAudit) -> Callable[[str], list[str]]:
+    """Test files below a CI step's target in the base, and those the patch adds there."""
+    added = sorted(fp.new_path for fp in patch.changed_files if fp.new_path and not fp.old_path)
+
+    def listing(target: str) -> list[str]:
+        try:
+            root = base.resolve(target.rstrip("/"))
+        except UserError:
+            return []
+        found = [target] if root.is_file() else []
+        if root.is_dir():
+            found = sorted(p.relative_to(base.root).as_posix() for p in root.rglob("test_*.py"))
+        prefix = target.rstrip("/") + "/"
+        return found + [p for p in added if p.startswith(prefix) and p not in found]
+
+    return listing
+
+
+def _upstream_view(audit: PatchAudit, patch: PatchUnderAudit, meta: UpstreamMeta) -> None:
+    paths = sorted(patch.touched)
+    audit.labels = patch_labels(paths, meta.labels)
+    audit.reviewers = patch_reviewers(paths, meta.owners)
+    audit.focused_tests = list(patch.focused)
 
 
 def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState, base: BaseTree,

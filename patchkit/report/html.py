@@ -64,8 +64,11 @@ def render_html(result: AuditResult, lang: str) -> str:
     patches = [_patch_view(i + 1, pa, lang) for i, pa in enumerate(result.patches)]
     counts = Counter(pa.verdict for pa in result.patches)
     domains: dict[str, list[dict]] = {}
+    labels: dict[str, list[dict]] = {}  # vLLM's labels: a patch may carry several
     for view in patches:
         domains.setdefault(view["audit"].domain, []).append(view)
+        for label in view["audit"].labels:
+            labels.setdefault(label, []).append(view)
     return (
         environment()
         .get_template("report.html.j2")
@@ -76,6 +79,7 @@ def render_html(result: AuditResult, lang: str) -> str:
             own_ruff_message=own_ruff_message,
             patches=patches,
             domains=domains,
+            labels=dict(sorted(labels.items())),
             counts=counts,
             base=_pin_text(result),
             series_lead=_text((result.guide or {}).get("lead"), lang),
@@ -119,6 +123,29 @@ def _patch_view(number: int, pa: PatchAudit, lang: str) -> dict[str, Any]:
         "follow_ups": guide.get("follow_ups", []),
         "reasons": reason_texts(pa, lang),
         "gates": [_gate_view(g, lang) for g in pa.gates],
+        "focused": [_focused_row(test, lang) for test in pa.focused_tests],
+    }
+
+
+def _focused_row(test, lang: str) -> dict[str, Any]:
+    """A focused test with its reason and where upstream CI runs it, in ``lang``."""
+    kind, _, source = test.why.partition(" ")
+    why = (
+        t(f"ui.focused.why.{kind}", lang, source=source)
+        if kind in ("changed", "mirrors", "imports")
+        else test.why
+    )
+    where = (
+        t("ui.focused.runs-on", lang, device=test.accelerator)
+        if test.accelerator
+        else t("ui.focused.cpu", lang)
+    )
+    return {
+        "path": test.path,
+        "why": why,
+        "steps": test.steps,
+        "where": where,
+        "accelerator": test.accelerator,
     }
 
 

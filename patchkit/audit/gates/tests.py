@@ -171,6 +171,13 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     if post is None:
         return result("skipped", "gate.tests.not-applied")
     selection = select_tests(patch.test_templates, patch.changed_files, exists)
+    accelerator = host_accelerator()
+    elsewhere = [t for t in patch.focused if t.accelerator and not accelerator and t.path not in selection]
+    selection += [t.path for t in patch.focused if t not in elsewhere and t.path not in selection]
+    if not selection and elsewhere:
+        params = {"count": len(elsewhere), "devices": sorted({t.accelerator for t in elsewhere})}
+        expected = [{"path": t.path, "device": t.accelerator} for t in elsewhere]
+        return result(cannot, "gate.tests.accelerator-only", params, expected_could_not_run=expected)
     if not selection:
         return result(cannot, "gate.tests.no-selection", {"domain": patch.domain})
     if settings.env_error:
@@ -204,6 +211,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         "base": dict(cmp.base_counts),
         "patched": dict(cmp.patch_counts),
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in ("passed", "skipped")},
+        "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
         "messages": {
             t: patch_side[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patch_side
         },
@@ -214,6 +222,11 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     if cmp.ran == 0:
         return result(cannot, "gate.tests.nothing-ran", {"summary": summary.to_dict()}, **details)
     return result("passed", summary.key, summary.params, **details)
+
+
+def host_accelerator() -> bool:
+    """Whether this host has a GPU a test could use (NVIDIA or ROCm device nodes)."""
+    return any(Path(node).exists() for node in ("/dev/nvidia0", "/dev/kfd"))
 
 
 def _work_root() -> Path:
