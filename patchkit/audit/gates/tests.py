@@ -16,6 +16,7 @@ from pathlib import Path
 from patchkit import cache
 from patchkit.audit.gates import Gate, GateContext, Overlay, PatchUnderAudit, apply_patch, gate_result
 from patchkit.audit.model import GateResult
+from patchkit.audit.overlaytree import installed_vllm, lay_over
 from patchkit.audit.testselect import (
     OUTCOME_FORMAT,
     Outcome,
@@ -140,6 +141,9 @@ def overlay_digest(overlay: Overlay) -> str:
 def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: dict, work: Path, label: str):
     tree = work / label
     materialise(settings.base_root, overlay, tree)
+    installed = installed_vllm(settings.python)
+    if installed is not None:  # a compiled build: test the patch against it, not the source tree
+        lay_over(installed, overlay, tree)
     present = [t for t in tests if (tree / t).exists()]
     if not present:
         return {}
@@ -149,6 +153,8 @@ def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: 
 def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path):
     """The base side, cached under base hash + earlier patches + selection + environment."""
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
+    if installed := installed_vllm(settings.python):
+        fingerprint["installed_vllm"] = [str(installed.root), *installed.compiled]
     key = _digest("baseline", OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), tests,
                   fingerprint, settings.per_test_timeout)  # fmt: skip
     if settings.use_cache and (hit := cache.get_json("audit-baseline", key)) is not None:
