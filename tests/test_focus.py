@@ -15,7 +15,9 @@ from patchkit.audit.gates.tests import TestSettings
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.html import render_html
+from patchkit.report.i18n import message_text
 from patchkit.report.markdown import render_markdown
+from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
 from patchkit.upstream.buildkite import parse_pipeline
 from patchkit.upstream.codeowners import parse_codeowners
@@ -108,7 +110,7 @@ def _audit(base: BaseTree, pin: Pin, series: Path):
     settings = TestSettings(
         python=sys.executable, base_root=base.root, base_hash=pin.tree_hash, test_timeout=120
     )
-    options = AuditOptions(gates=["apply", "tests"], jobs=1, tests=settings)
+    options = AuditOptions(gates=["apply", "tests"], jobs=1, settings={"tests": settings})
     return run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options)
 
 
@@ -134,10 +136,11 @@ def test_audit_records_labels_reviewers_and_test_provenance(upstream_base, tmp_p
     ]
     # only an accelerator step runs its test: expected could-not-run here, and the reason says where it runs
     gate = next(g for g in fast.gates if g.gate == "tests")
-    assert gate.status == "could-not-run" and "runs on h100 in upstream CI" in gate.summary
+    assert gate.status == "could-not-run" and "runs on h100 in upstream CI" in message_text(gate.message)
     assert gate.details["expected_could_not_run"] == [{"path": "tests/gpu/test_fast.py", "device": "h100"}]
     assert fast.labels == ["core"] and fast.reviewers == ["@core-team"]
 
+    fill_words(result)
     html = render_html(result, "en")
     assert "By vLLM label" in html and '<span class="tag">calculator</span>' in html
     assert "<code>@ada</code>, <code>@bob</code>" in html
