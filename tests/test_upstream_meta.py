@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from patchkit.base.pin import prepare_base
 from patchkit.errors import UserError
 from patchkit.upstream.buildkite import parse_pipeline, pytest_targets
 from patchkit.upstream.codeowners import owners_of, parse_codeowners
 from patchkit.upstream.mergify import labels_of, parse_mergify, specificity
 from patchkit.upstream.meta import read_upstream
+from patchkit.values import Pin
 
 MERGIFY = r"""
 pull_request_rules:
@@ -226,4 +228,23 @@ def test_readers_on_the_pinned_sdist(pinned_base: Path) -> None:
     assert any(d.startswith("cpu") for d in devices) and "h100" in devices
     covering = [s for s in meta.steps if s.covers("vllm/v1/spec_decode/eagle.py")]
     assert any(t.startswith("tests/v1/spec_decode") for s in covering for t in s.targets)
+    assert all(t.startswith("tests/") for s in meta.steps for t in s.targets)
+
+
+OLDER = Pin(source="index", name="vllm", version="0.9.0",
+            sha256="78e3e71fbbd1adfc3b7095b4ab4b6d341c0cffc9e8b96f0c74db275d60108902")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_readers_on_an_older_release_with_the_single_test_pipeline() -> None:
+    """vLLM 0.9.0 (sdist from the index, cached like the pin): one .buildkite/test-pipeline.yaml,
+    `gpu:`/`no_gpu:` instead of `device:`, fewer labels."""
+    meta = read_upstream(prepare_base(OLDER))
+    assert meta.missing == []
+    assert {s.file for s in meta.steps} == {".buildkite/test-pipeline.yaml"}
+    devices = {s.device for s in meta.steps}
+    assert {"cpu", "gpu", "a100"} <= devices
+    assert {"ci/build", "v1", "tool-calling"} <= {r.label for r in meta.labels}
+    covering = [s for s in meta.steps if s.covers("vllm/v1/spec_decode/eagle.py")]
+    assert any(t.startswith("tests/v1") for s in covering for t in s.targets)
     assert all(t.startswith("tests/") for s in meta.steps for t in s.targets)
