@@ -77,6 +77,13 @@ def test_focused_tests_narrow_covering_steps_to_tests_that_exercise_the_change()
     changed = focused_tests(["vllm/calc.py", "tests/gpu/test_other.py"], steps, listing, files.get)
     assert changed[0].path == "tests/gpu/test_other.py" and changed[0].why == "changed"
     assert focused_tests(["docs/x.md"], steps[:2], listing, files.get) == []
+    named = parse_pipeline(
+        "steps:\n- label: Named\n  device: cpu\n  source_file_dependencies: [vllm/other.py]\n"
+        "  commands: [pytest gpu/test_other.py::test_x]\n",
+        "p",
+    )
+    [hit] = focused_tests(["vllm/other.py"], named, listing, lambda path: b"")
+    assert (hit.path, hit.why, hit.accelerator) == ("tests/gpu/test_other.py", "named vllm/other.py", None)
 
 
 def test_labels_and_reviewers_of_a_patch() -> None:

@@ -36,7 +36,8 @@ def focused_tests(
     limit: int = MAX_FOCUSED,
 ) -> list[FocusedTest]:
     """Test files of the CI steps covering ``paths`` that exercise them: changed by the patch,
-    named after a changed module (``test_<stem>.py``), or importing one."""
+    named after a changed module (``test_<stem>.py``), named by a step that depends on a changed
+    file by name (the step's own paths), or importing a changed module."""
     changed = set(paths)
     sources = [p for p in paths if p.endswith(".py") and not is_test_path(p)]
     stems = {(f"test_{PurePosixPath(p).name}", layout_dir(p)): p for p in sources}
@@ -47,8 +48,11 @@ def focused_tests(
         if not step.targets or not any(step.covers(p) for p in paths):
             continue
         ref = CiStepRef(step.label, step.key, step.file, step.device)
+        # a step that depends on one of the changed files by name runs exactly the tests it names
+        named = next((p for p in paths if p in step.sources), None)
         for target in step.targets:
-            for test in list_tests(target.split("::", 1)[0]):
+            listed = list_tests(target.split("::", 1)[0])
+            for test in listed:
                 if test in found:
                     found[test].steps.append(ref)
                     continue
@@ -56,6 +60,8 @@ def focused_tests(
                     why = "changed"
                 elif (twin := stems.get((test.rsplit("/", 1)[-1], layout_dir(test)))) is not None:
                     why = f"mirrors {twin}"
+                elif named and listed == [target.split("::", 1)[0]]:
+                    why = f"named {named}"
                 else:
                     if test not in imports:
                         text = (read(test) or b"").decode("utf-8", errors="replace")
@@ -68,6 +74,6 @@ def focused_tests(
     for test in found.values():
         on_cpu = any(s.device.startswith("cpu") for s in test.steps)
         test.accelerator = None if on_cpu else test.steps[0].device
-    rank = {"changed": 0, "mirrors": 1, "imports": 2}
+    rank = {"changed": 0, "mirrors": 1, "named": 2, "imports": 3}
     ordered = sorted(found.values(), key=lambda t: (rank[t.why.split()[0]], t.path))
     return ordered[:limit]

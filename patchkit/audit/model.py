@@ -51,7 +51,7 @@ class FocusedTest(JsonMixin):
     patch's files and that run it, narrowed to tests that exercise the changed modules."""
 
     path: str
-    why: str  # "changed" | "mirrors <source>" | "imports <source>"
+    why: str  # "changed" | "mirrors <source>" | "named <source>" | "imports <source>"
     steps: list[CiStepRef] = field(default_factory=list)
     accelerator: str | None = None  # every step that runs it needs this device (none runs on a CPU)
 

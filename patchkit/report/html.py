@@ -132,7 +132,7 @@ def _focused_row(test, lang: str) -> dict[str, Any]:
     kind, _, source = test.why.partition(" ")
     why = (
         t(f"ui.focused.why.{kind}", lang, source=source)
-        if kind in ("changed", "mirrors", "imports")
+        if kind in ("changed", "mirrors", "named", "imports")
         else test.why
     )
     where = (
