@@ -19,7 +19,8 @@ from patchkit import git
 from patchkit.apply import journal, sitepackages
 from patchkit.apply.journal import FileChange, sha256
 from patchkit.apply.sitepackages import Distribution
-from patchkit.diff.hunks import HunkMismatch, apply_file_patch, preimage_matches
+from patchkit.diff.engine import State, apply_files
+from patchkit.diff.hunks import HunkMismatch
 from patchkit.errors import CheckFailed, UserError
 from patchkit.series.files import SeriesEntry
 from patchkit.series.overlays import Overlay, base_matches, mismatch
@@ -118,6 +119,7 @@ class Plan:
     )
     skipped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # applied as git would, but worth a look
 
 
 class _MemoryTree:
@@ -131,13 +133,13 @@ class _MemoryTree:
             self.original[rel] = self.files[rel] = _read(safe_path(self.target, rel))
         return self.files[rel]
 
-    def plan(self, skipped: list[str], problems: list[str]) -> Plan:
+    def plan(self, skipped: list[str], problems: list[str], warnings: list[str]) -> Plan:
         changes = {}
         for rel, (new, new_mode) in self.files.items():
             old, old_mode = self.original[rel]
             if (old, old_mode) != (new, new_mode):
                 changes[rel] = (old, new, old_mode, new_mode)
-        return Plan(changes, skipped, problems)
+        return Plan(changes, skipped, problems, warnings)
 
 
 def _mode(mode: str | None, default: int | None) -> int | None:
@@ -154,28 +156,30 @@ def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overl
     tree = _MemoryTree(target)
     skipped: list[str] = []
     problems: list[str] = []
+    warnings: list[str] = []
     failed: set[str] = set()
     for entry in entries:
         if entry.overlay is not None:
             _apply_overlay(target, tree, entry.overlay, skipped, problems)
             continue
-        for fp in (fp for patch in entry.patches for fp in patch.files):
-            paths = [p for p in (fp.old_path, fp.new_path) if p]
-            if not all(_installed(target, p) for p in paths):
-                skipped += [p for p in paths if p not in skipped]
-                continue
-            if failed.intersection(paths):
-                continue
+        for patch in entry.patches:
+            files = []
+            for fp in patch.files:
+                paths = [p for p in (fp.old_path, fp.new_path) if p]
+                if not all(_installed(target, p) for p in paths):
+                    skipped += [p for p in paths if p not in skipped]
+                elif not failed.intersection(paths):
+                    files.append(fp)
             try:
-                problem = _apply_one(tree, fp)
+                problem = _apply_one(tree, files, warnings)
             except UserError as exc:
                 raise UserError(str(exc), str(entry.path)) from None
             if problem:
                 problems.append(f"{entry.name}: {problem}")
-                failed.update(paths)
+                failed.update(p for fp in files for p in (fp.old_path, fp.new_path) if p)
     for overlay in overlays:
         _apply_overlay(target, tree, overlay, skipped, problems)
-    return tree.plan(skipped, problems)
+    return tree.plan(skipped, problems, warnings)
 
 
 def _apply_overlay(target: Target, tree: _MemoryTree, overlay: Overlay, skipped: list[str],
@@ -190,27 +194,20 @@ def _apply_overlay(target: Target, tree: _MemoryTree, overlay: Overlay, skipped:
     tree.files[overlay.target] = (overlay.content, mode or 0o644)
 
 
-def _apply_one(tree: _MemoryTree, fp) -> str | None:
-    old, old_mode = tree.get(fp.old_path) if fp.old_path else (None, None)
-    if fp.is_new and tree.get(fp.new_path)[0] is not None:
-        return f"{fp.new_path}: the patch creates it but it already exists"
-    if fp.is_rename and tree.get(fp.new_path)[0] is not None:  # tree.get also checks the path is safe
-        return f"{fp.new_path}: the patch renames {fp.old_path} onto it but it already exists"
-    if not fp.is_new and old is None:
-        return f"{fp.old_path}: the patch changes it but it does not exist"
+def _apply_one(tree: _MemoryTree, files: list, warnings: list[str]) -> str | None:
+    """One commit's files through the shared engine; the first reason it does not apply, if any."""
+
+    def read(rel: str) -> State:
+        data, mode = tree.get(rel)  # tree.get also checks the path is safe
+        return data, (None if mode is None else "100755" if mode & 0o111 else "100644")
+
     try:
-        new = apply_file_patch(old, fp)
-    except HunkMismatch as exc:
+        outcome = apply_files(files, read)
+    except (HunkMismatch, ValueError) as exc:
         return str(exc)
-    except ValueError as exc:
-        return str(exc)
-    if not preimage_matches(fp, old):
-        return (f"{fp.path}: differs from the preimage blob {fp.old_blob} the patch was made "
-                "against (the hunks' context still matches, other lines differ)")  # fmt: skip
-    if fp.is_rename or fp.is_deleted:
-        tree.files[fp.old_path] = (None, None)
-    if fp.new_path:
-        tree.files[fp.new_path] = (new, _mode(fp.new_mode, old_mode or 0o644))
+    warnings.extend(outcome.warnings)
+    for rel, (data, mode) in outcome.files.items():
+        tree.files[rel] = (data, _mode(mode, 0o644) if data is not None else None)
     return None
 
 

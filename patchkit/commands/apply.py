@@ -120,7 +120,9 @@ def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, rep
     plan = apply.plan_series(target, entries, overlays)
     for rel in plan.skipped:
         output.info(f"skipped (not part of the installed package): {rel}")
-    report.update(skipped=plan.skipped, problems=plan.problems, files=_files(plan))
+    for note in plan.warnings:
+        output.info(f"warning: {note}")
+    report.update(skipped=plan.skipped, problems=plan.problems, warnings=plan.warnings, files=_files(plan))
     if plan.problems:
         for problem in plan.problems:
             output.error(f"preimage mismatch: {problem}")

@@ -5,14 +5,21 @@ Every malformed input ends in a ``UserError`` naming the file and line.
 
 from __future__ import annotations
 
-import base64
-import email.header
 import email.utils
-import quopri
 import re
 from pathlib import Path
 
-from patchkit.diff.model import Commit, FilePatch, Hunk, Patch, Replay, Trailer
+from patchkit.diff.mail import decode_body, decode_header, parse_trailers, read_headers, strip_diffstat
+from patchkit.diff.model import Commit, FilePatch, Hunk, Patch, Replay
+from patchkit.diff.names import (
+    git_header_names,
+    guess_strip,
+    prefix_pair,
+    squash_slashes,
+    strip_components,
+    traditional_name,
+    unquote,
+)
 from patchkit.errors import UserError
 
 _FROM_GIT = re.compile(r"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$")
@@ -20,13 +27,8 @@ _GIT_LOG = re.compile(r"^commit ([0-9a-f]{40})(?: \(.*\))?$")
 _FROM_MBOX = re.compile(r"^From \S+ +\w{3} \w{3} +\d+ [\d:]+ \d{4}$")
 # at most 18 digits: a longer count is malformed, not a reason to crash int()
 _HUNK = re.compile(r"^@@ -(\d{1,18})(?:,(\d{1,18}))? \+(\d{1,18})(?:,(\d{1,18}))? @@ ?(.*)$")
+_MAIL_HEADS = ("From: ", "Subject: ", "Date: ")
 _SUBJECT_TAG = re.compile(r"^\s*(\[[^\]]*\b(?:PATCH|RFC)\b[^\]]*\]\s*)+")  # like `git am -b`: keep [Misc]
-_TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]):[ \t]*(\S.*)$")
-_DIFF_GIT = re.compile(r"^diff --git (.+)$")
-_EXT_HEADERS = (
-    "old mode ", "new mode ", "deleted file mode ", "new file mode ", "similarity index ",
-    "dissimilarity index ", "rename from ", "rename to ", "copy from ", "copy to ", "index ",
-)  # fmt: skip
 
 
 def read_text(path: Path) -> str:
@@ -61,6 +63,8 @@ def parse_text(text: str, name: str) -> list[Patch]:
             raise UserError("no diff found (neither a format-patch mail nor a diff)", f"{name}:1")
         return [Patch(commit=None, files=files, source=name)]
     patches = []
+    if _diff_start(lines[: starts[0]]) is not None:  # a plain diff ``cat``-ed before the mails
+        patches.append(Patch(commit=None, files=parse_diff(lines[: starts[0]], name, 0), source=name))
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(lines)
         patches.append(_parse_message(lines[start:end], name, start))
@@ -110,11 +114,14 @@ def _message_starts(lines: list[str]) -> list[int]:
     for i, line in enumerate(lines):
         if not line.startswith("From "):
             continue
-        if (_FROM_GIT.match(line) or _FROM_MBOX.match(line)) and (i == 0 or lines[i - 1] == ""):
+        # git's own "From <sha> Mon Sep 17 ..." line starts a mail anywhere (``cat`` of patch
+        # files); any other mbox "From " line only after a blank line
+        if _FROM_GIT.match(line) or (_FROM_MBOX.match(line) and (i == 0 or lines[i - 1] == "")):
             starts.append(i)
-    # A mail without the mbox "From " line (git format-patch piped through a mailer).
-    if not starts and lines and lines[0].startswith(("From: ", "Subject: ", "Date: ")):
-        return [0]
+    # A mail without the mbox "From " line (git format-patch piped through a mailer, an IDE).
+    first = _first_content_line(lines)
+    if (not starts or starts[0] > first) and lines and lines[first].startswith(_MAIL_HEADS):
+        starts.insert(0, first)
     return starts
 
 
@@ -125,33 +132,19 @@ def _parse_message(lines: list[str], name: str, offset: int) -> Patch:
     if first:
         sha = first.group(1)
     i = 1 if lines and (first or _FROM_MBOX.match(lines[0])) else 0
-    headers: dict[str, str] = {}
-    last_key = None
-    while i < len(lines) and lines[i] != "":
-        line = lines[i]
-        if line[:1] in (" ", "\t") and last_key:
-            headers[last_key] += " " + line.strip()
-        elif ":" in line:
-            key, _, value = line.partition(":")
-            last_key = key.strip().lower()
-            headers[last_key] = value.strip()
-        else:
-            raise UserError(f"malformed mail header line {line[:60]!r}", f"{name}:{offset + i + 1}")
-        i += 1
+    headers, body_start = read_headers(lines, i, name, offset)
     if "from" not in headers and "subject" not in headers:
         raise UserError("mail has neither From: nor Subject: header", where)
-    body_start = i + 1
-    body_lines = _decode_body(lines[body_start:], headers, name, offset + body_start)
+    body_lines = decode_body(lines[body_start:], headers, name, offset + body_start)
     diff_at = _diff_start(body_lines)
     message = body_lines[:diff_at] if diff_at is not None else body_lines
-    message = _strip_diffstat(message)
-    subject = _SUBJECT_TAG.sub("", _decode_header(headers.get("subject", ""))).strip()
+    message = strip_diffstat(message)
+    subject = _SUBJECT_TAG.sub("", decode_header(headers.get("subject", ""))).strip()
     try:
-        author, mail = email.utils.parseaddr(_decode_header(headers.get("from", "")))
+        author, mail = email.utils.parseaddr(decode_header(headers.get("from", "")))
     except RecursionError:  # deeply nested (comments) make the stdlib parser recurse without end
         raise UserError("unreadable From: header (nested too deeply)", where) from None
     body_text = "\n".join(message).strip("\n")
-    trailers = parse_trailers(body_text)
     commit = Commit(
         sha=sha,
         author=author or None,
@@ -159,40 +152,13 @@ def _parse_message(lines: list[str], name: str, offset: int) -> Patch:
         date=headers.get("date"),
         subject=subject,
         body=body_text,
-        trailers=trailers,
+        trailers=parse_trailers(body_text),
         source=where,
     )
     files: list[FilePatch] = []
     if diff_at is not None:
         files = parse_diff(body_lines[diff_at:], name, offset + body_start + diff_at)
     return Patch(commit=commit, files=files, source=name)
-
-
-def _decode_header(value: str) -> str:
-    parts = []
-    for chunk, charset in email.header.decode_header(value):
-        if isinstance(chunk, bytes):
-            try:
-                parts.append(chunk.decode(charset or "utf-8", errors="replace"))
-            except (LookupError, ValueError):  # an unknown charset, or a codec that is not text
-                parts.append(chunk.decode("utf-8", errors="replace"))
-        else:
-            parts.append(chunk)
-    return "".join(parts)
-
-
-def _decode_body(lines: list[str], headers: dict[str, str], name: str, offset: int) -> list[str]:
-    encoding = headers.get("content-transfer-encoding", "8bit").lower()
-    if encoding in ("7bit", "8bit", "binary"):
-        return lines
-    raw = "\n".join(lines).encode("utf-8", errors="surrogateescape")
-    try:
-        data = quopri.decodestring(raw) if encoding == "quoted-printable" else base64.b64decode(raw)
-    except ValueError as exc:
-        raise UserError(f"cannot decode {encoding} body: {exc}", f"{name}:{offset + 1}") from exc
-    if encoding not in ("quoted-printable", "base64"):
-        raise UserError(f"unknown Content-Transfer-Encoding {encoding!r}", f"{name}:{offset}")
-    return data.decode("utf-8", errors="surrogateescape").split("\n")
 
 
 def _diff_start(lines: list[str]) -> int | None:
@@ -204,56 +170,35 @@ def _diff_start(lines: list[str]) -> int | None:
     return None
 
 
-def _strip_diffstat(lines: list[str]) -> list[str]:
-    """Drop everything from the ``---`` separator that format-patch puts before the diffstat."""
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i] == "---":
-            return lines[:i]
-    return lines
-
-
-def parse_trailers(body: str) -> list[Trailer]:
-    """Trailers of the last paragraph (folded continuation lines joined), as git interpret-trailers."""
-    paragraphs = [p for p in re.split(r"\n\s*\n", body.strip()) if p.strip()]
-    if not paragraphs:
-        return []
-    trailers: list[Trailer] = []
-    for line in paragraphs[-1].split("\n"):
-        if line[:1] in (" ", "\t") and trailers:
-            trailers[-1].value += " " + line.strip()
-            continue
-        match = _TRAILER.match(line)
-        if not match:
-            return []  # a paragraph with a non-trailer line is prose, not a trailer block
-        trailers.append(Trailer(key=match.group(1), value=match.group(2).strip()))
-    return trailers
-
-
 # --------------------------------------------------------------------------- diffs
 
 
-def parse_diff(lines: list[str], name: str, offset: int = 0) -> list[FilePatch]:
-    """Parse the diff part of a patch; ``offset`` is the 0-based line index of lines[0] in the file."""
+def parse_diff(lines: list[str], name: str, offset: int = 0,
+               prefixes: tuple[str, str] | None = None) -> list[FilePatch]:  # fmt: skip
+    """Parse the diff part of a patch; ``offset`` is the 0-based line index of lines[0] in the file;
+    ``prefixes`` (src, dst) when the caller knows them, else read from the ``diff --git`` lines."""
     files: list[FilePatch] = []
     current: FilePatch | None = None
+    known = prefixes is not None
+    prefixes = prefixes or _block_prefixes(lines)
+    strip: list[int | None] = [None]  # traditional diffs: decided once, like ``git apply``
+    traditional: set[int] = set()
     i = 0
     n = len(lines)
     while i < n:
         line = lines[i]
         where = f"{name}:{offset + i + 1}"
-        git = _DIFF_GIT.match(line)
-        if git:
-            current = _start_git_file(git.group(1), where)
+        if line.startswith("diff --git "):
+            current = _start_git_file(line[11:], prefixes, where, known)
             files.append(current)
-            i = _read_git_headers(lines, i + 1, current, name, offset)
+            i = _read_git_headers(lines, i + 1, current, name, offset, prefixes)
+            if current.old_path is None and current.new_path is None:
+                raise UserError("git diff header lacks file name information", where)
             continue
         if line.startswith("--- ") and i + 1 < n and lines[i + 1].startswith("+++ "):
-            current = FilePatch(old_path=None, new_path=None, source=where)
+            current = _traditional_file(line[4:], lines[i + 1][4:], strip, where)
+            traditional.add(len(files))
             files.append(current)
-            current.old_path = _header_path(line[4:], where)
-            current.new_path = _header_path(lines[i + 1][4:], where)
-            if current.old_path is None and current.new_path is None:
-                raise UserError("both sides of the diff are /dev/null", where)
             i += 2
             continue
         if line.startswith("@@"):
@@ -265,6 +210,8 @@ def parse_diff(lines: list[str], name: str, offset: int = 0) -> list[FilePatch]:
         if line[:1] in ("+", "-", " ") and current is not None and current.hunks and line != "-- ":
             raise UserError(f"line after a hunk that its header did not count: {line[:60]!r}", where)
         i += 1  # prose, diffstat, "-- " signature: not part of any file
+    for index in traditional:
+        _infer_creation(files[index])
     for fp in files:
         if not fp.hunks and not fp.binary and not _is_header_only(fp):
             raise UserError(f"file {fp.path!r} has a header but no hunks", fp.source)
@@ -272,71 +219,80 @@ def parse_diff(lines: list[str], name: str, offset: int = 0) -> list[FilePatch]:
 
 
 def _is_header_only(fp: FilePatch) -> bool:
-    return fp.is_new or fp.is_deleted or fp.is_rename or fp.old_mode != fp.new_mode
+    return fp.is_new or fp.is_deleted or fp.is_rename or fp.is_copy or fp.old_mode != fp.new_mode
 
 
-def _start_git_file(rest: str, where: str) -> FilePatch:
-    old, new = _split_git_paths(rest, where)
+def _block_prefixes(lines: list[str]) -> tuple[str, str]:
+    """The src/dst prefixes of this diff's ``diff --git`` lines: the first pair that a line with
+    the same name on both sides shows; ('', '') for ``--no-prefix``; ('a/', 'b/') when none says."""
+    for line in lines:
+        if not line.startswith("diff --git "):
+            continue
+        try:
+            old, new = git_header_names(line[11:], "")
+        except UserError:
+            continue
+        if old is not None and new is not None:
+            return ("", "") if old == new else (prefix_pair(old, new) or ("a/", "b/"))
+    return "a/", "b/"
+
+
+def _without(prefix: str, name: str | None) -> str | None:
+    if name is None:
+        return None
+    return squash_slashes(name[len(prefix) :]) if prefix and name.startswith(prefix) else name
+
+
+def _start_git_file(rest: str, prefixes: tuple[str, str], where: str, known: bool) -> FilePatch:
+    old, new = git_header_names(rest, where)
+    if old is not None and new is not None:
+        own = None if known else ("", "") if old == new else prefix_pair(old, new)
+        src, dst = own or prefixes
+        old, new = _without(src, old), _without(dst, new)
     return FilePatch(old_path=old, new_path=new, source=where)
 
 
-def _split_git_paths(rest: str, where: str) -> tuple[str, str]:
-    if rest.startswith('"'):
-        old, tail = _unquote(rest, where)
-        new = _unquote(tail.lstrip(), where)[0] if tail.lstrip().startswith('"') else tail.lstrip()
-        return _strip_prefix(old), _strip_prefix(new)
-    # "a/x b/x": both sides equal unless renamed (then rename headers correct them).
-    half = (len(rest) - 1) // 2
-    if rest[half] == " " and rest[:half][2:] == rest[half + 1 :][2:]:
-        return _strip_prefix(rest[:half]), _strip_prefix(rest[half + 1 :])
-    parts = rest.split(" b/", 1)
-    if len(parts) != 2:
-        raise UserError(f"cannot read paths of 'diff --git {rest[:80]}'", where)
-    return _strip_prefix(parts[0]), parts[1]
+def _traditional_file(first: str, second: str, strip: list[int | None], where: str) -> FilePatch:
+    old_raw, old_epoch = traditional_name(first, where)
+    new_raw, new_epoch = traditional_name(second, where)
+    if old_raw is None and new_raw is None:
+        raise UserError("both sides of the diff are /dev/null", where)
+    if strip[0] is None:
+        strip[0] = guess_strip(old_raw, new_raw)
+    p = 1 if strip[0] is None else strip[0]
+    old = strip_components(old_raw, p) if old_raw is not None else None
+    new = strip_components(new_raw, p) if new_raw is not None else None
+    if old_raw is not None and new_raw is not None:
+        # git's find_name: the new name, unless the old one is a shorter prefix of it
+        chosen = old if old and new and len(old) < len(new) and new.startswith(old) else (new or old)
+        if chosen is None:
+            raise UserError(f"cannot find a file name in {first.strip()!r}", where)
+        old = None if old_epoch else chosen
+        new = None if new_epoch and not old_epoch else chosen
+    elif (old_raw or new_raw) and (old or new) is None:
+        raise UserError(f"cannot find a file name in {(first if old_raw else second).strip()!r}", where)
+    fp = FilePatch(old_path=old, new_path=new, source=where)
+    fp.similarity = -1  # marks "creation/deletion still to infer from the hunks", cleared below
+    if old_raw is None or new_raw is None or old_epoch or new_epoch:
+        fp.similarity = None
+    return fp
 
 
-def _strip_prefix(path: str) -> str:
-    return path[2:] if path[:2] in ("a/", "b/") else path
+def _infer_creation(fp: FilePatch) -> None:
+    """A traditional diff whose only hunk has no old (new) lines creates (deletes) the file."""
+    if fp.similarity != -1:
+        return
+    fp.similarity = None
+    if len(fp.hunks) == 1 and fp.hunks[0].old_count == 0 and fp.hunks[0].old_start == 0:
+        fp.old_path = None
+    elif len(fp.hunks) == 1 and fp.hunks[0].new_count == 0 and fp.hunks[0].new_start == 0:
+        fp.new_path = None
 
 
-def _unquote(text: str, where: str) -> tuple[str, str]:
-    """Read a C-quoted git path at the start of ``text``; return it and the rest."""
-    out = bytearray()
-    i = 1
-    escapes = {"n": 10, "t": 9, '"': 34, "\\": 92, "a": 7, "b": 8, "f": 12, "r": 13, "v": 11}
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            return out.decode("utf-8", errors="surrogateescape"), text[i + 1 :]
-        if ch == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt in escapes:
-                out.append(escapes[nxt])
-                i += 2
-                continue
-            if re.match(r"[0-3][0-7]{2}", text[i + 1 : i + 4]):  # one byte: \000 to \377
-                out.append(int(text[i + 1 : i + 4], 8))
-                i += 4
-                continue
-        out.extend(ch.encode("utf-8", errors="surrogateescape"))
-        i += 1
-    raise UserError("unterminated quoted path", where)
-
-
-def _header_path(value: str, where: str) -> str | None:
-    value = value.split("\t", 1)[0].rstrip()
-    if value == "/dev/null":
-        return None
-    if value.startswith('"'):
-        value = _unquote(value, where)[0]
-    if value[:2] in ("a/", "b/"):
-        return value[2:]
-    # diff -u output: strip one leading component like ``patch -p1`` when there is one.
-    return value.split("/", 1)[1] if "/" in value else value
-
-
-def _read_git_headers(lines: list[str], i: int, fp: FilePatch, name: str, offset: int) -> int:
+def _read_git_headers(lines: list[str], i: int, fp: FilePatch, name: str, offset: int,
+                      prefixes: tuple[str, str]) -> int:  # fmt: skip
     n = len(lines)
+    gone = ""  # "old" for a creation, "new" for a deletion
     while i < n:
         line = lines[i]
         where = f"{name}:{offset + i + 1}"
@@ -345,18 +301,22 @@ def _read_git_headers(lines: list[str], i: int, fp: FilePatch, name: str, offset
         elif line.startswith("new mode "):
             fp.new_mode = line[9:].strip()
         elif line.startswith("deleted file mode "):
-            fp.old_mode, fp.new_path = line[18:].strip(), None
+            fp.old_mode, gone = line[18:].strip(), "new"
+            fp.old_path, fp.new_path = fp.old_path or fp.new_path, None
         elif line.startswith("new file mode "):
-            fp.new_mode, fp.old_path = line[14:].strip(), None
+            fp.new_mode, gone = line[14:].strip(), "old"
+            fp.new_path, fp.old_path = fp.new_path or fp.old_path, None
         elif line.startswith(("similarity index ", "dissimilarity index ")):
             digits = re.sub(r"\D", "", line)
             if len(digits) > 9:
                 raise UserError(f"malformed similarity line {line[:60]!r}", where)
             fp.similarity = int(digits or 0)
         elif line.startswith(("rename from ", "copy from ")):
-            fp.old_path = line.split(" from ", 1)[1]
+            fp.old_path = _plain_name(line.split(" from ", 1)[1], where)
+            fp.copy = line.startswith("copy")
         elif line.startswith(("rename to ", "copy to ")):
-            fp.new_path = line.split(" to ", 1)[1]
+            fp.new_path = _plain_name(line.split(" to ", 1)[1], where)
+            fp.copy = line.startswith("copy")
         elif line.startswith("index "):
             _read_index(line, fp, where)
         elif line.startswith("Binary files ") or line == "GIT binary patch":
@@ -366,15 +326,29 @@ def _read_git_headers(lines: list[str], i: int, fp: FilePatch, name: str, offset
         elif line.startswith("--- "):
             if i + 1 >= n or not lines[i + 1].startswith("+++ "):
                 raise UserError("'---' header without '+++' after it", where)
-            old = _header_path(line[4:], where)
-            new = _header_path(lines[i + 1][4:], where)
-            fp.old_path = old if old is not None or fp.old_path is None else None
-            fp.new_path = new if new is not None or fp.new_path is None else None
+            old = _git_side(line[4:], prefixes[0], where)
+            new = _git_side(lines[i + 1][4:], prefixes[1], where)
+            # the header's names stand; these only fill in what it could not say
+            if gone != "old" and fp.old_path is None:
+                fp.old_path = old
+            if gone != "new" and fp.new_path is None:
+                fp.new_path = new
             return i + 2
         else:
             return i
         i += 1
     return i
+
+
+def _plain_name(value: str, where: str) -> str:
+    return unquote(value, where)[0] if value.startswith('"') else value
+
+
+def _git_side(value: str, prefix: str, where: str) -> str | None:
+    value = unquote(value, where)[0] if value.startswith('"') else value.split("\t", 1)[0]
+    if value == "/dev/null":
+        return None
+    return _without(prefix, value)
 
 
 def _read_index(line: str, fp: FilePatch, where: str) -> None:
