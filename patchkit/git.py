@@ -24,10 +24,12 @@ def run(
     *,
     input: bytes | None = None,
     check: bool = True,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git ARGS`` and return the completed process (stdout/stderr as bytes)."""
-    env = {**os.environ, **_ENV}
-    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env)
+    """Run ``git ARGS`` and return the completed process (stdout/stderr as bytes); ``env`` adds
+    variables such as GIT_DIR / GIT_INDEX_FILE."""
+    full_env = {**os.environ, **_ENV, **(env or {})}
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=full_env)
     if check and proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc

@@ -14,6 +14,7 @@ from patchkit.split.depends import compute_dependencies
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
+from patchkit.split.witness import Witness, witness
 from patchkit.upstream.meta import MERGIFY, read_upstream
 from patchkit.values import Pin
 
@@ -56,20 +57,40 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
         write_series(out, result.series, result.texts, result.overlays, record=False)  # written below
-        proof = prove(tree, load_entries(out), result.states)
+        entries = load_entries(out)
+        proof = prove(tree, entries, result.states)
+        witnessed = _witness(tree, replays, prefix, entries, result.states)
     finally:
         result.finish()
-    result.series.proof = proof.to_dict()
+    result.series.proof = {**proof.to_dict(), "git_witness": witnessed.to_dict()}
     record = record_json(series_record(result.series))
     (out / SPLIT_JSON).write_text(record, encoding="utf-8")
     if json_out is not None:
         json_out.write_text(record, encoding="utf-8")
     output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)
+    if witnessed.ran:
+        output.info(f"git witness: replay tree {witnessed.replay_tree}, series tree "
+                    f"{witnessed.series_tree}, patchkit tree {witnessed.patchkit_tree}")  # fmt: skip
+    else:
+        output.info(f"git witness could not run: {witnessed.reason}")
     if not proof.ok:
         for line in proof.differences:
             output.error(f"proof: {line}")
         return EXIT_FAILED
+    if witnessed.ran and not witnessed.ok:
+        where = witnessed.first_difference or witnessed.reason
+        output.error(f"proof: git witness disagrees at {where}")
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _witness(tree: BaseTree, replays: list[Path], prefix: str, entries: list, states: dict) -> Witness:
+    if any(entry.overlay is not None for entry in entries):
+        return Witness(
+            False, False, reason="the series holds overlays (whole files), which git apply cannot take"
+        )
+    expected = {path: (state.post, state.post_mode) for path, state in states.items()}
+    return witness(tree, replays, prefix, [entry.path for entry in entries], expected)
 
 
 def _normalise_root(root: str) -> str:
