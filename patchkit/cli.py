@@ -49,11 +49,14 @@ def split(
     overlay_threshold: Annotated[
         Optional[float], typer.Option(help="0 < F <= 1: new or rewritten (share >= F) files become overlays")
     ] = None,
+    author: Annotated[
+        Optional[str], typer.Option(help='"Name <email>" for patches from plain diffs (default: git config)')
+    ] = None,
 ) -> None:
     """Split a tangled replay into one patch per domain and prove nothing was lost."""
     from patchkit.commands import split as command
 
-    _run(command.run, replays, base, pin, rules, out, explain, json_out, root, overlay_threshold)
+    _run(command.run, replays, base, pin, rules, out, explain, json_out, root, overlay_threshold, author)
 
 
 @app.command()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import email.utils
 import time
 from pathlib import Path
 
-from patchkit import output
+from patchkit import git, output
 from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
@@ -37,7 +38,7 @@ def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pi
 
 def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Path | None,
         out: Path, explain: bool, json_out: Path | None, root: str | None,
-        overlay_threshold: float | None = None) -> int:  # fmt: skip
+        overlay_threshold: float | None = None, author: str | None = None) -> int:  # fmt: skip
     started = time.perf_counter()
     if overlay_threshold is not None and not 0 < overlay_threshold <= 1:
         raise UserError(f"--overlay-threshold {overlay_threshold}: expected 0 < F <= 1, e.g. 0.6")
@@ -56,7 +57,8 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
                           labels=meta.labels)  # fmt: skip
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
-        write_series(out, result.series, result.texts, result.overlays, record=False)  # written below
+        supplied = supplied_author(author) if any(c is None for c in replay.commits) else None
+        write_series(out, result.series, result.texts, result.overlays, record=False, supplied=supplied)
         entries = load_entries(out)
         proof = prove(tree, entries, result.states)
         witnessed = _witness(tree, replays, prefix, entries, result.states)
@@ -91,6 +93,19 @@ def _witness(tree: BaseTree, replays: list[Path], prefix: str, entries: list, st
         )
     expected = {path: (state.post, state.post_mode) for path, state in states.items()}
     return witness(tree, replays, prefix, [entry.path for entry in entries], expected)
+
+
+def supplied_author(option: str | None) -> tuple[str, str, str] | None:
+    """The author for patches made of loose diffs only: ``--author "Name <email>"``, else the
+    user's git config; None when neither says (the patch then has no mail header)."""
+    if option is not None:
+        name, mail = email.utils.parseaddr(option)
+        if not name or "@" not in mail:
+            raise UserError(f'--author {option!r}: expected "Name <email>"')
+        return name, mail, "--author"
+    name = git.run(["config", "user.name"], check=False).stdout.decode().strip()
+    mail = git.run(["config", "user.email"], check=False).stdout.decode().strip()
+    return (name, mail, "git config user.name/user.email") if name and mail else None
 
 
 def _normalise_root(root: str) -> str:
