@@ -72,7 +72,7 @@ def git_header_names(rest: str, where: str) -> tuple[str | None, str | None]:
 
 def prefix_pair(old: str, new: str) -> tuple[str, str] | None:
     """The shortest (src, dst) prefixes, each ending in '/', after which ``old`` and ``new`` agree."""
-    for k in (m.end() for m in re.finditer("/+", old)):
+    for k in (m.end() for m in re.finditer("/", old)):  # like -p1: through the first slash only
         rest = old[k:]
         if not rest or len(rest) >= len(new):
             continue
@@ -88,7 +88,7 @@ def strip_components(name: str, p: int) -> str | None:
         cut = name.find("/")
         if cut < 0:
             return None
-        name = name[cut + 1 :].lstrip("/")
+        name = name[cut + 1 :]  # "a//etc/x" stays absolute: the path check refuses it
     return squash_slashes(name) or None
 
 

@@ -27,6 +27,7 @@ _GIT_LOG = re.compile(r"^commit ([0-9a-f]{40})(?: \(.*\))?$")
 _FROM_MBOX = re.compile(r"^From \S+ +\w{3} \w{3} +\d+ [\d:]+ \d{4}$")
 # at most 18 digits: a longer count is malformed, not a reason to crash int()
 _HUNK = re.compile(r"^@@ -(\d{1,18})(?:,(\d{1,18}))? \+(\d{1,18})(?:,(\d{1,18}))? @@ ?(.*)$")
+_MNEMONIC = ("a/", "b/", "c/", "i/", "w/", "o/")  # git's default and mnemonic prefixes
 _MAIL_HEADS = ("From: ", "Subject: ", "Date: ")
 _SUBJECT_TAG = re.compile(r"^\s*(\[[^\]]*\b(?:PATCH|RFC)\b[^\]]*\]\s*)+")  # like `git am -b`: keep [Misc]
 
@@ -52,6 +53,8 @@ def parse_text(text: str, name: str) -> list[Patch]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if lines and all(line.endswith("\r") for line in lines):  # CRLF from the transport, as git am drops it
+        lines = [line[:-1] for line in lines]
     log_starts = [i for i, line in enumerate(lines) if _GIT_LOG.match(line)]
     if log_starts and log_starts[0] == _first_content_line(lines):
         return [_parse_log_entry(lines[a:b], name, a)
@@ -118,11 +121,14 @@ def _message_starts(lines: list[str]) -> list[int]:
         # files); any other mbox "From " line only after a blank line
         if _FROM_GIT.match(line) or (_FROM_MBOX.match(line) and (i == 0 or lines[i - 1] == "")):
             starts.append(i)
-    # A mail without the mbox "From " line (git format-patch piped through a mailer, an IDE).
+    # A mail without the mbox "From " line (git format-patch piped through a mailer, an IDE);
+    # an IDE export ``cat``-ed after another patch: "Subject:" then "---" at once
     first = _first_content_line(lines)
     if (not starts or starts[0] > first) and lines and lines[first].startswith(_MAIL_HEADS):
         starts.insert(0, first)
-    return starts
+    ide = [i for i in range(first + 1, len(lines) - 1)
+           if lines[i].startswith("Subject: ") and lines[i + 1] == "---"]  # fmt: skip
+    return sorted(set(starts) | set(ide))
 
 
 def _parse_message(lines: list[str], name: str, offset: int) -> Patch:
@@ -183,6 +189,7 @@ def parse_diff(lines: list[str], name: str, offset: int = 0,
     prefixes = prefixes or _block_prefixes(lines)
     strip: list[int | None] = [None]  # traditional diffs: decided once, like ``git apply``
     traditional: set[int] = set()
+    hunk_end = -1  # the line right after the last hunk: a stray diff line there means a miscount
     i = 0
     n = len(lines)
     while i < n:
@@ -205,9 +212,10 @@ def parse_diff(lines: list[str], name: str, offset: int = 0,
             if current is None or not (current.old_path or current.new_path):
                 raise UserError("hunk before any file header", where)
             hunk, i = _read_hunk(lines, i, name, offset)
+            hunk_end = i
             current.hunks.append(hunk)
             continue
-        if line[:1] in ("+", "-", " ") and current is not None and current.hunks and line != "-- ":
+        if line[:1] in ("+", "-", " ") and i == hunk_end and line != "-- ":  # git would misread it
             raise UserError(f"line after a hunk that its header did not count: {line[:60]!r}", where)
         i += 1  # prose, diffstat, "-- " signature: not part of any file
     for index in traditional:
@@ -223,8 +231,10 @@ def _is_header_only(fp: FilePatch) -> bool:
 
 
 def _block_prefixes(lines: list[str]) -> tuple[str, str]:
-    """The src/dst prefixes of this diff's ``diff --git`` lines: the first pair that a line with
-    the same name on both sides shows; ('', '') for ``--no-prefix``; ('a/', 'b/') when none says."""
+    """The src/dst prefixes of this diff's ``diff --git`` lines: the first pair a line with two
+    different names shows; ('', '') when every line names one path twice (``--no-prefix``);
+    ('a/', 'b/') when no line says."""
+    same = False
     for line in lines:
         if not line.startswith("diff --git "):
             continue
@@ -232,9 +242,11 @@ def _block_prefixes(lines: list[str]) -> tuple[str, str]:
             old, new = git_header_names(line[11:], "")
         except UserError:
             continue
-        if old is not None and new is not None:
-            return ("", "") if old == new else (prefix_pair(old, new) or ("a/", "b/"))
-    return "a/", "b/"
+        if old is not None and old == new:
+            same = True
+        elif old is not None and new is not None and (pair := prefix_pair(old, new)):
+            return pair
+    return ("", "") if same else ("a/", "b/")
 
 
 def _without(prefix: str, name: str | None) -> str | None:
@@ -246,9 +258,16 @@ def _without(prefix: str, name: str | None) -> str | None:
 def _start_git_file(rest: str, prefixes: tuple[str, str], where: str, known: bool) -> FilePatch:
     old, new = git_header_names(rest, where)
     if old is not None and new is not None:
-        own = None if known else ("", "") if old == new else prefix_pair(old, new)
-        src, dst = own or prefixes
-        old, new = _without(src, old), _without(dst, new)
+        src, dst = prefixes
+        fits = (src or dst) and old.startswith(src) and new.startswith(dst)
+        if known or (fits and old[len(src) :] == new[len(dst) :]):
+            old, new = _without(src, old), _without(dst, new)
+        elif old == new:  # one name twice: no prefix, or the one side ``diff --no-index`` shows
+            known_sides = prefixes if any(prefixes) else _MNEMONIC  # else read as git's -p1 would
+            side = next((pre for pre in known_sides if pre and old.startswith(pre) and old != pre), "")
+            old = new = _without(side, old)
+        elif own := prefix_pair(old, new):
+            old, new = _without(own[0], old), _without(own[1], new)
     return FilePatch(old_path=old, new_path=new, source=where)
 
 
@@ -279,14 +298,12 @@ def _traditional_file(first: str, second: str, strip: list[int | None], where: s
 
 
 def _infer_creation(fp: FilePatch) -> None:
-    """A traditional diff whose only hunk has no old (new) lines creates (deletes) the file."""
+    """A traditional diff whose only hunk has no old lines (``-0,0``) creates the file."""
     if fp.similarity != -1:
         return
     fp.similarity = None
     if len(fp.hunks) == 1 and fp.hunks[0].old_count == 0 and fp.hunks[0].old_start == 0:
-        fp.old_path = None
-    elif len(fp.hunks) == 1 and fp.hunks[0].new_count == 0 and fp.hunks[0].new_start == 0:
-        fp.new_path = None
+        fp.old_path = None  # (the reverse, "+0,0", empties the file: git keeps it, empty)
 
 
 def _read_git_headers(lines: list[str], i: int, fp: FilePatch, name: str, offset: int,
