@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from patchkit.diff.binary import BinaryRefused, apply_binary
 from patchkit.diff.hunks import apply_file_patch, preimage_matches
 from patchkit.diff.model import FilePatch
 
@@ -60,8 +61,8 @@ def apply_files(files: list[FilePatch], read: Callable[[str], State], *,
 
     leaving = {fp.old_path for fp in files if fp.old_path and (fp.is_rename or fp.is_deleted)}
     for fp in files:
-        if fp.binary:
-            raise PatchRefused(fp.path, "binary patch; patchkit applies text only (git apply --binary can)")
+        if fp.binary and not fp.binary_hunk:
+            raise PatchRefused(fp.path, "binary change without its data (git diff --binary writes it)")
         if fp.is_new:
             old: State = (None, None)
             if now(fp.new_path or "")[0] is not None:
@@ -75,8 +76,15 @@ def apply_files(files: list[FilePatch], read: Callable[[str], State], *,
                 verb = "copies" if fp.is_copy else "renames"
                 raise PatchRefused(fp.path, f"the patch {verb} {fp.old_path} onto it but it already exists")
             _check_mode(fp, old[1], warnings)
-        new = apply_file_patch(old[0], fp)
-        if not preimage_matches(fp, old[0]):
+        if fp.binary:
+            try:
+                new = apply_binary(old[0], fp.binary_hunk, fp.old_blob, fp.new_blob)
+            except BinaryRefused as exc:
+                raise PatchRefused(fp.path, str(exc)) from None
+            new = None if fp.is_deleted else new
+        else:
+            new = apply_file_patch(old[0], fp)
+        if not fp.binary and not preimage_matches(fp, old[0]):
             note = (f"{fp.old_path}: not the preimage blob {fp.old_blob} of the index line; "
                     "the hunks' context matches, applied as git does")  # fmt: skip
             if strict_index:

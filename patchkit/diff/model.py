@@ -76,6 +76,7 @@ class FilePatch(JsonMixin):
     similarity: int | None = None  # rename/copy similarity index
     source: str = ""  # "file:line" of its ``diff`` header
     copy: bool = False  # ``copy from``/``copy to``: the old path stays
+    binary_hunk: list[str] = field(default_factory=list)  # "literal N"/"delta N" + base85 lines
 
     @property
     def is_copy(self) -> bool:

@@ -338,7 +338,12 @@ def _read_git_headers(lines: list[str], i: int, fp: FilePatch, name: str, offset
             _read_index(line, fp, where)
         elif line.startswith("Binary files ") or line == "GIT binary patch":
             fp.binary = True
-            i = _skip_binary(lines, i + 1) if line == "GIT binary patch" else i + 1
+            if line == "GIT binary patch":
+                end = next((k for k in range(i + 1, n) if not lines[k]), n)
+                fp.binary_hunk = lines[i + 1 : end]  # the forward hunk; the reverse one follows
+                i = _skip_binary(lines, end)
+            else:
+                i += 1
             continue
         elif line.startswith("--- "):
             if i + 1 >= n or not lines[i + 1].startswith("+++ "):

@@ -136,6 +136,22 @@ def make_trees(rng: random.Random, gnu: bool, no_prefix: bool = False) -> tuple[
     return base, head
 
 
+def add_binary(rng: random.Random, base: Files, head: Files) -> None:
+    """A file with NUL bytes, changed (small edit: a delta; rewrite: a literal), created or deleted."""
+    blob = bytes(rng.randrange(256) for _ in range(rng.randrange(20, 600))) + b"\0"
+    roll = rng.random()
+    if roll < 0.6:
+        base["blob.bin"] = head["blob.bin"] = (blob, "100644")
+        edited = bytearray(blob)
+        for _ in range(rng.randrange(1, 4)):
+            edited[rng.randrange(len(edited))] = rng.randrange(256)
+        head["blob.bin"] = (bytes(edited) if rng.random() < 0.7 else blob[::-1] + b"tail", "100644")
+    elif roll < 0.8:
+        head["new.bin"] = (blob, "100644")
+    else:
+        base["old.bin"] = (blob, "100644")
+
+
 def _free_name(rng: random.Random, names: list[str], tree: Files) -> str | None:
     for _ in range(10):
         name = rng.choice(names + [f"new{rng.randrange(9)}.py", f"dir/new{rng.randrange(9)}.py"])
@@ -265,7 +281,9 @@ def patchkit_reading(text: str) -> tuple[dict, list]:
     modes = []
     for patch in patches:
         for fp in patch.files:
-            counts[fp.new_path or fp.old_path or ""] = (str(fp.added), str(fp.removed))
+            counts[fp.new_path or fp.old_path or ""] = (
+                ("-", "-") if fp.binary else (str(fp.added), str(fp.removed))
+            )
             if fp.is_new and fp.new_mode:  # a traditional diff says no mode: git's summary neither
                 modes.append(f"create mode {fp.new_mode}")
             elif fp.is_deleted and fp.old_mode:
@@ -290,6 +308,8 @@ def run_case(seed: int, root: Path, writer: str | None = None) -> Case:
     work.mkdir()
     try:
         base, head = make_trees(rng, gnu=writer == "gnu", no_prefix=writer == "no-prefix")
+        if writer in ("binary", "diff") and rng.random() < 0.5:  # with --binary: applied; without: refused
+            add_binary(rng, base, head)
         patch, strip = write_patch(rng, work, base, head, writer)
         case = Case(seed, writer, base, patch, strip)
         if not patch.strip():
