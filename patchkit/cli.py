@@ -93,12 +93,15 @@ def apply_(
     force: Annotated[bool, typer.Option(help="apply over a version mismatch / reverse over drift")] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
     lock_timeout: Annotated[float, typer.Option(help="seconds to wait for the target lock")] = 30,
+    strict_index: Annotated[
+        bool, typer.Option(help="refuse a file that is not the preimage blob its index line names")
+    ] = False,
 ) -> None:
     """Apply a series (and overlays) to a checkout or an installed vllm, all or nothing."""
     from patchkit.commands import apply as command
 
     _run(command.run, series_dir, target, path, python, site_packages, check, reverse, recover, force,
-         json_out, lock_timeout)  # fmt: skip
+         json_out, lock_timeout, strict_index)  # fmt: skip
 
 
 @app.command()

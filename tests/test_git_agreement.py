@@ -146,6 +146,9 @@ def test_mismatching_index_line_applies_like_git_everywhere(base_copy, tmp_path,
     (series / "0001-x.patch").write_bytes(patch)
     (series / "series").write_text("0001-x.patch\n")
     witness = tree_id(base, [series / "0001-x.patch"])
+    strict = ["apply", str(series), "--target", "checkout", "--path", str(base), "--strict-index"]
+    assert run_cli(strict, monkeypatch) == 1  # only when asked: the exact preimage
+    assert "not the preimage blob 1234567 the patch names" in capsys.readouterr().err
     code = run_cli(["apply", str(series), "--target", "checkout", "--path", str(base)], monkeypatch)
     out = capsys.readouterr().out
     assert code == 0 and "not the preimage blob 1234567" in out

@@ -150,7 +150,8 @@ def _installed(target: Target, rel: str) -> bool:
     return target.dist is None or PurePosixPath(rel).parts[0] in target.dist.top_level
 
 
-def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overlay]) -> Plan:
+def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overlay],
+                strict_index: bool = False) -> Plan:  # fmt: skip
     """Apply every patch and listed overlay in series order, then every unlisted overlay, in memory;
     preimages checked everywhere."""
     tree = _MemoryTree(target)
@@ -171,7 +172,7 @@ def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overl
                 elif not failed.intersection(paths):
                     files.append(fp)
             try:
-                problem = _apply_one(tree, files, warnings)
+                problem = _apply_one(tree, files, warnings, strict_index)
             except UserError as exc:
                 raise UserError(str(exc), str(entry.path)) from None
             if problem:
@@ -194,7 +195,7 @@ def _apply_overlay(target: Target, tree: _MemoryTree, overlay: Overlay, skipped:
     tree.files[overlay.target] = (overlay.content, mode or 0o644)
 
 
-def _apply_one(tree: _MemoryTree, files: list, warnings: list[str]) -> str | None:
+def _apply_one(tree: _MemoryTree, files: list, warnings: list[str], strict_index: bool) -> str | None:
     """One commit's files through the shared engine; the first reason it does not apply, if any."""
 
     def read(rel: str) -> State:
@@ -202,7 +203,7 @@ def _apply_one(tree: _MemoryTree, files: list, warnings: list[str]) -> str | Non
         return data, (None if mode is None else "100755" if mode & 0o111 else "100644")
 
     try:
-        outcome = apply_files(files, read)
+        outcome = apply_files(files, read, strict_index=strict_index)
     except (HunkMismatch, ValueError) as exc:
         return str(exc)
     warnings.extend(outcome.warnings)

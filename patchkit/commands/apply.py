@@ -77,7 +77,7 @@ def check_version(target: apply.Target, series_dir: Path, force: bool) -> str:
 
 def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,
         site_packages: Path | None, check: bool, reverse: bool, recover: bool, force: bool,
-        json_out: Path | None, lock_timeout: float) -> int:  # fmt: skip
+        json_out: Path | None, lock_timeout: float, strict_index: bool = False) -> int:  # fmt: skip
     target = resolve_target(kind, path, python, site_packages)
     output.info(f"target: {target.describe()}")
     report: dict = {"command": "apply", "target": target.to_dict(), "check": check, "reverse": reverse}
@@ -94,13 +94,14 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
         elif reverse:
             _reverse(target, check, force, report)
         else:
-            _apply(resolve_series_dir(series_dir), target, check, force, report)
+            _apply(resolve_series_dir(series_dir), target, check, force, report, strict_index)
     if json_out is not None:
         json_out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return EXIT_OK
 
 
-def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, report: dict) -> None:
+def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, report: dict,
+           strict_index: bool = False) -> None:  # fmt: skip
     entries = load_entries(series_dir)
     overlays = load_overlays(*[d for d in (series_dir, _project_root()) if d is not None])
     identity = apply.series_identity(entries, overlays)
@@ -117,7 +118,7 @@ def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, rep
         return
     if note := check_version(target, series_dir, force):
         output.info(note)
-    plan = apply.plan_series(target, entries, overlays)
+    plan = apply.plan_series(target, entries, overlays, strict_index)
     for rel in plan.skipped:
         output.info(f"skipped (not part of the installed package): {rel}")
     for note in plan.warnings:
