@@ -217,3 +217,26 @@ def test_cat_of_several_patch_files(base_copy, tmp_path) -> None:
         assert (base / path).read_bytes() == data
     assert "# 3" in (base / PARSER).read_text() and "VLLM_TWO" in envs.read_text()
     shutil.rmtree(base / ".git")
+
+
+def test_witness_names_the_first_path_where_git_disagrees(base_copy, tmp_path) -> None:
+    from patchkit.base.tree import BaseTree
+    from patchkit.diff.parse import parse_files
+    from patchkit.split.witness import PendingWitness
+
+    base = repo_of(base_copy("base"))
+    (base / PARSER).write_text((base / PARSER).read_text().replace("import json", "import json  # replay"))
+    (tmp_path / "replay.diff").write_bytes(git(["diff"], base))
+    (base / PARSER).write_text((base / PARSER).read_text().replace("# replay", "# series"))
+    (tmp_path / "series.diff").write_bytes(git(["diff", "HEAD"], base))
+    git(["checkout", "-q", "."], base)
+    tree = BaseTree(base_copy("plain"))
+    replay = parse_files([tmp_path / "replay.diff"])
+    expected = {
+        PARSER: ((base / PARSER).read_bytes().replace(b"import json", b"import json  # replay"), "100644")
+    }
+    pending = PendingWitness(tree, [tmp_path / "replay.diff"], replay, "")
+    pending.start_series([tmp_path / "series.diff"])
+    seen = pending.finish(expected)
+    assert seen.ran and not seen.ok and seen.first_difference == PARSER
+    assert seen.replay_tree == seen.patchkit_tree != seen.series_tree

@@ -15,7 +15,7 @@ from patchkit.split.depends import compute_dependencies
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
-from patchkit.split.witness import Witness, witness
+from patchkit.split.witness import PendingWitness, Witness
 from patchkit.upstream.meta import MERGIFY, read_upstream
 from patchkit.values import Pin
 
@@ -53,16 +53,24 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
             if MERGIFY in meta.missing
             else f"the base has no {', '.join(meta.missing)}"
         )
-    result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold, background_checks=True,
-                          labels=meta.labels)  # fmt: skip
+    pending = PendingWitness(tree, replays, replay, prefix)  # git's side of the proof, in a thread
+    try:
+        result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold, background_checks=True,
+                              labels=meta.labels)  # fmt: skip
+    except BaseException:
+        pending.cancel()
+        raise
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
         supplied = supplied_author(author) if any(c is None for c in replay.commits) else None
         write_series(out, result.series, result.texts, result.overlays, record=False, supplied=supplied)
         entries = load_entries(out)
+        if all(entry.overlay is None for entry in entries):
+            pending.start_series([entry.path for entry in entries])  # git works beside the proof
         proof = prove(tree, entries, result.states)
-        witnessed = _witness(tree, replays, prefix, entries, result.states)
+        witnessed = _witness(pending, entries, result.states)
     finally:
+        pending.cancel()
         result.finish()
     result.series.proof = {**proof.to_dict(), "git_witness": witnessed.to_dict()}
     record = record_json(series_record(result.series))
@@ -86,13 +94,12 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     return EXIT_OK
 
 
-def _witness(tree: BaseTree, replays: list[Path], prefix: str, entries: list, states: dict) -> Witness:
+def _witness(pending: PendingWitness, entries: list, states: dict) -> Witness:
     if any(entry.overlay is not None for entry in entries):
-        return Witness(
-            False, False, reason="the series holds overlays (whole files), which git apply cannot take"
-        )
+        reason = "the series holds overlays (whole files), which git apply cannot take"
+        return Witness(False, False, reason=reason)
     expected = {path: (state.post, state.post_mode) for path, state in states.items()}
-    return witness(tree, replays, prefix, [entry.path for entry in entries], expected)
+    return pending.finish(expected)
 
 
 def supplied_author(option: str | None) -> tuple[str, str, str] | None:

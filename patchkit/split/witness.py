@@ -2,19 +2,24 @@
 by ``git apply --cached`` to a temporary index of the base's touched files, must write the same tree.
 
 No worktree is written: a scratch bare repository holds the objects, ``GIT_INDEX_FILE`` the index.
-patchkit's own expected tree (base + replay as patchkit computed it) gets a tree id the same way,
-so the three ids can be compared side by side.
+The replay's side runs in a thread beside the split (git works on the other core); the series'
+side once the patches are written. patchkit's own expected tree (base + replay as patchkit
+computed it) gets its git tree id too, so the three ids can be compared side by side.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import shutil
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import git
 from patchkit.base.tree import BaseTree
-from patchkit.tmpdir import scratch_dir
+from patchkit.diff.model import Replay
 
 _MAIL_START = re.compile(rb"^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$", re.M)
 
@@ -43,76 +48,156 @@ class Witness:
         }
 
 
-def witness(base: BaseTree, replays: list[Path], prefix: str, series: list[Path],
-            expected: dict[str, tuple[bytes | None, str | None]]) -> Witness:  # fmt: skip
-    """``expected``: every touched path (repo-relative) → patchkit's content and mode after the replay."""
-    with scratch_dir("patchkit-witness-", 0) as tmp:
-        work = Path(tmp)
-        env = {"GIT_DIR": str(work / "objects.git")}
-        _git(["init", "-q", "--bare", env["GIT_DIR"]], work, {})
-        present = sorted(p for p in expected if base.mode(p))
-        listing = "".join(f"{base.root / p}\n" for p in present).encode("utf-8", "surrogateescape")
-        blobs = _git(["hash-object", "-w", "--stdin-paths"], work, env, listing).split()
-        index_info = "".join(f"{base.mode(p)} {b.decode()}\t{p}\n" for p, b in zip(present, blobs))
-        mails = _split_mails(replays, work)
-        directory = [f"--directory={prefix.rstrip('/')}"] if prefix else []
-        replay_tree, refused = _applied_tree(work, env, index_info, "replay", [*directory, *mails])
-        if replay_tree is None:
-            return Witness(False, False, reason=f"git apply refused the replay: {refused}")
+class PendingWitness:
+    """The replay's side, started in a thread; ``finish`` adds the series' side and compares."""
+
+    def __init__(self, base: BaseTree, replays: list[Path], replay: Replay, prefix: str) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="patchkit-witness-"))
+        self.env = {"GIT_DIR": str(self.work / "objects.git")}
+        self.replay_tree: str | None = None
+        self.refused = ""
+        self.series_tree: str | None = None
+        self.series_refused = "the series was not handed to git"
+        self.error: BaseException | None = None
+        paths = {
+            prefix + p
+            for patch in replay.patches
+            for fp in patch.files
+            for p in (fp.old_path, fp.new_path)
+            if p
+        }
+        self.thread = threading.Thread(
+            target=self._replay_side, args=(base, replays, prefix, paths), daemon=True
+        )
+        self.thread.start()
+
+    def _replay_side(self, base: BaseTree, replays: list[Path], prefix: str, paths: set[str]) -> None:
+        try:
+            _git(["init", "-q", "--bare", self.env["GIT_DIR"]], self.work, {})
+            present = sorted(p for p in paths if base.mode(p))
+            listing = "".join(f"{base.root / p}\n" for p in present)
+            blobs = _git(
+                ["hash-object", "-w", "--stdin-paths"], self.work, self.env, _encoded(listing)
+            ).split()
+            info = "".join(f"{base.mode(p)} {b.decode()}\t{p}\n" for p, b in zip(present, blobs))
+            _git(["update-index", "--add", "--index-info"], self.work, self._index("base"), _encoded(info))
+            if (self.work / "base.index").is_file():  # none when the replay only adds files
+                shutil.copyfile(self.work / "base.index", self.work / "series.index")
+            directory = [f"--directory={prefix.rstrip('/')}"] if prefix else []
+            args = [*directory, *_split_mails(replays, self.work)]
+            self.replay_tree, self.refused = _applied_tree(self.work, self._index("base"), args)
+        except BaseException as exc:  # reported by finish, in the main thread
+            self.error = exc
+
+    def _index(self, name: str) -> dict[str, str]:
+        return {**self.env, "GIT_INDEX_FILE": str(self.work / f"{name}.index")}
+
+    def start_series(self, series: list[Path]) -> None:
+        """The series' side, in a thread too (beside patchkit's own proof): after the replay's."""
         written = [str(p.resolve()) for p in series]
-        series_tree, refused = _applied_tree(work, env, index_info, "series", written)
-        ours = "".join(f"{m or '100644'} {git.blob_id(d)}\t{p}\n" for p, (d, m) in sorted(expected.items())
-                       if d is not None)  # fmt: skip
-        patchkit_tree = _tree(work, env, ours, "patchkit", missing_ok=True)
-        if series_tree is None:
-            return Witness(True, False, replay_tree, None, patchkit_tree, None,
-                           f"git apply refused the series: {refused}")  # fmt: skip
-        first = None
-        if replay_tree != series_tree or replay_tree != patchkit_tree:
-            other = series_tree if replay_tree != series_tree else patchkit_tree
-            names = _git(["diff-tree", "-r", "--name-only", "-z", replay_tree, other], work, env)
-            first = names.split(b"\0")[0].decode("utf-8", "surrogateescape") or "?"
-        return Witness(True, first is None, replay_tree, series_tree, patchkit_tree, first)
+        replay_side = self.thread
+
+        def series_side() -> None:
+            replay_side.join()
+            if self.error is None and self.replay_tree is not None:
+                try:
+                    self.series_tree, self.series_refused = _applied_tree(
+                        self.work, self._index("series"), written
+                    )
+                except BaseException as exc:  # reported by finish, in the main thread
+                    self.error = exc
+
+        self.thread = threading.Thread(target=series_side, daemon=True)
+        self.thread.start()
+
+    def finish(self, expected: dict[str, tuple[bytes | None, str | None]]) -> Witness:
+        """``expected``: every touched path → patchkit's content and mode after the replay."""
+        try:
+            self.thread.join()
+            if self.error is not None:
+                raise self.error
+            if self.replay_tree is None:
+                return Witness(False, False, reason=f"git apply refused the replay: {self.refused}")
+            mine = {p: (m or "100644", git.blob_id(d)) for p, (d, m) in expected.items() if d is not None}
+            ours = tree_id(mine)
+            series_tree = self.series_tree
+            if series_tree is None:
+                return Witness(True, False, self.replay_tree, None, ours, None,
+                               f"git apply refused the series: {self.series_refused}")  # fmt: skip
+            first = None
+            if self.replay_tree != series_tree or self.replay_tree != ours:
+                first = self._first_difference(series_tree if self.replay_tree != series_tree else None, mine)
+            return Witness(True, first is None, self.replay_tree, series_tree, ours, first)
+        finally:
+            self.cancel()
+
+    def _first_difference(self, other: str | None, mine: dict[str, tuple[str, str]]) -> str:
+        if other is not None:
+            names = _git(
+                ["diff-tree", "-r", "--name-only", "-z", self.replay_tree or "", other], self.work, self.env
+            )
+            return names.split(b"\0")[0].decode("utf-8", "surrogateescape") or "?"
+        listed = _git(["ls-tree", "-r", "-z", self.replay_tree or ""], self.work, self.env).split(b"\0")
+        theirs = {}
+        for row in filter(None, listed):
+            meta, _, path = row.partition(b"\t")
+            mode, _, sha = meta.decode().split(" ")
+            theirs[path.decode("utf-8", "surrogateescape")] = (mode, sha)
+        return next((p for p in sorted(set(theirs) | set(mine)) if theirs.get(p) != mine.get(p)), "?")
+
+    def cancel(self) -> None:
+        self.thread.join()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def tree_id(files: dict[str, tuple[str, str]]) -> str:
+    """The git tree id of {path: (mode, blob id)}, computed as git does (no process)."""
+    entries: dict[str, tuple[str, str] | dict] = {}
+    for path, value in files.items():
+        node = entries
+        *dirs, name = path.split("/")
+        for part in dirs:
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+        node[name] = value
+    return _tree_of(entries)
+
+
+def _tree_of(entries: dict) -> str:
+    body = b""
+    for name in sorted(entries, key=lambda n: n + "/" if isinstance(entries[n], dict) else n):
+        value = entries[name]
+        mode, sha = ("40000", _tree_of(value)) if isinstance(value, dict) else value
+        body += f"{mode} ".encode() + name.encode("utf-8", "surrogateescape") + b"\0" + bytes.fromhex(sha)
+    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
 
 
 def _split_mails(replays: list[Path], work: Path) -> list[str]:
     """The replay as files git apply takes one after the other: one per mail of an mbox."""
     out = []
     for replay in replays:
-        data = replay.read_bytes()  # written out again: cwd-independent
+        data = replay.read_bytes()
         starts = [m.start() for m in _MAIL_START.finditer(data)] or [0]
         starts[0] = 0
-        for k, (a, b) in enumerate(zip(starts, [*starts[1:], len(data)])):
-            path = work / f"replay-{len(out):04d}-{k}.patch"
+        for a, b in zip(starts, [*starts[1:], len(data)]):
+            path = work / f"replay-{len(out):04d}.patch"
             path.write_bytes(data[a:b])
             out.append(str(path))
     return out
 
 
-def _applied_tree(work: Path, env: dict[str, str], index_info: str, name: str,
-                  args: list[str]) -> tuple[str | None, str]:  # fmt: skip
-    index_env = {**env, "GIT_INDEX_FILE": str(work / f"{name}.index")}
-    _git(["update-index", "--add", "--index-info"], work, index_env, _encoded(index_info))
-    proc = _run(["apply", "--cached", "--whitespace=nowarn", *args], work, index_env)
+def _applied_tree(work: Path, env: dict[str, str], args: list[str]) -> tuple[str | None, str]:
+    proc = git.run([*_FAST, "apply", "--cached", "--whitespace=nowarn", *args], work, check=False, env=env)
     if proc.returncode != 0:
-        return None, proc.stderr.decode(errors="replace").strip().splitlines()[0]
-    return _git(["write-tree"], work, index_env).decode().strip(), ""
+        return None, (proc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[0]
+    return _git(["write-tree"], work, env).decode().strip(), ""
 
 
 def _encoded(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _tree(work: Path, env: dict[str, str], index_info: str, name: str, missing_ok: bool = False) -> str:
-    index_env = {**env, "GIT_INDEX_FILE": str(work / f"{name}.index")}
-    _git(["update-index", "--add", "--index-info"], work, index_env, _encoded(index_info))
-    args = ["write-tree", "--missing-ok"] if missing_ok else ["write-tree"]
-    return _git(args, work, index_env).decode().strip()
-
-
-def _run(args: list[str], cwd: Path, env: dict[str, str], data: bytes | None = None):
-    return git.run(args, cwd, input=data, check=False, env=env)
+_FAST = ["-c", "core.compression=0", "-c", "core.loosecompression=0"]  # scratch objects: no zlib work
 
 
 def _git(args: list[str], cwd: Path, env: dict[str, str], data: bytes | None = None) -> bytes:
-    return git.run(args, cwd, input=data, env=env).stdout
+    return git.run([*_FAST, *args], cwd, input=data, env=env).stdout
