@@ -59,19 +59,17 @@ class PendingWitness:
         self.series_tree: str | None = None
         self.series_refused = "the series was not handed to git"
         self.error: BaseException | None = None
-        paths = {
-            prefix + p
-            for patch in replay.patches
-            for fp in patch.files
-            for p in (fp.old_path, fp.new_path)
-            if p
-        }
-        self.thread = threading.Thread(
-            target=self._replay_side, args=(base, replays, prefix, paths), daemon=True
-        )
+        files = [fp for patch in replay.patches for fp in patch.files]
+        paths = {prefix + p for fp in files for p in (fp.old_path, fp.new_path) if p}
+        # one git apply input per mail only where order inside a file matters to git: a copy or
+        # rename reads the state before its input (git's previous_patch), a later change does not
+        whole = None if any(fp.is_copy or fp.is_rename for fp in files) else replays
+        side = (base, whole, prefix, paths, replays)
+        self.thread = threading.Thread(target=self._replay_side, args=side, daemon=True)
         self.thread.start()
 
-    def _replay_side(self, base: BaseTree, replays: list[Path], prefix: str, paths: set[str]) -> None:
+    def _replay_side(self, base: BaseTree, whole: list[Path] | None, prefix: str, paths: set[str],
+                     replays: list[Path]) -> None:  # fmt: skip
         try:
             _git(["init", "-q", "--bare", self.env["GIT_DIR"]], self.work, {})
             present = sorted(p for p in paths if base.mode(p))
@@ -84,7 +82,9 @@ class PendingWitness:
             if (self.work / "base.index").is_file():  # none when the replay only adds files
                 shutil.copyfile(self.work / "base.index", self.work / "series.index")
             directory = [f"--directory={prefix.rstrip('/')}"] if prefix else []
-            args = [*directory, *_split_mails(replays, self.work)]
+            mails = _split_mails(replays, self.work) if whole is None else []
+            inputs = [str(p.resolve()) for p in whole] if whole is not None else mails
+            args = [*directory, *inputs]
             self.replay_tree, self.refused = _applied_tree(self.work, self._index("base"), args)
         except BaseException as exc:  # reported by finish, in the main thread
             self.error = exc
