@@ -20,6 +20,7 @@ from pathlib import Path
 from patchkit import git
 from patchkit.base.tree import BaseTree
 from patchkit.diff.model import Replay
+from patchkit.tmpdir import scratch_root
 
 _MAIL_START = re.compile(rb"^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$", re.M)
 
@@ -52,7 +53,8 @@ class PendingWitness:
     """The replay's side, started in a thread; ``finish`` adds the series' side and compares."""
 
     def __init__(self, base: BaseTree, replays: list[Path], replay: Replay, prefix: str) -> None:
-        self.work = Path(tempfile.mkdtemp(prefix="patchkit-witness-"))
+        need = 8 * sum(p.stat().st_size for p in replays)  # uncompressed objects of every state
+        self.work = Path(tempfile.mkdtemp(prefix="patchkit-witness-", dir=scratch_root(need)))
         self.env = {"GIT_DIR": str(self.work / "objects.git")}
         self.replay_tree: str | None = None
         self.refused = ""
@@ -71,7 +73,7 @@ class PendingWitness:
     def _replay_side(self, base: BaseTree, whole: list[Path] | None, prefix: str, paths: set[str],
                      replays: list[Path]) -> None:  # fmt: skip
         try:
-            _git(["init", "-q", "--bare", self.env["GIT_DIR"]], self.work, {})
+            _git(["init", "-q", "--bare", "--template=", self.env["GIT_DIR"]], self.work, {})
             present = sorted(p for p in paths if base.mode(p))
             listing = "".join(f"{base.root / p}\n" for p in present)
             blobs = _git(
