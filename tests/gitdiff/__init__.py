@@ -199,6 +199,7 @@ def write_patch(rng: random.Random, work: Path, base: Files, head: Files, writer
     _git(["init", "-q", "-b", "main"], repo)
     _git(["config", "core.quotepath", "true"], repo)
     _commit(repo, base, "base")
+    _git(["tag", "base"], repo)
     _commit(repo, head, "the change\n\nA body line.\n\nSigned-off-by: Gen Erator <gen@example.org>")
     opts = {
         "diff": [], "diff-M": ["-M"], "diff-C": ["-C"], "diff-CC": ["-C", "-C"],
@@ -216,11 +217,16 @@ def write_patch(rng: random.Random, work: Path, base: Files, head: Files, writer
 
 
 def git_oracle(work: Path, base: Files, patch: bytes, strip: int) -> tuple[dict | None, Files | None, str]:
-    """git's reading of ``patch`` on ``base``: (per-file numstat/summary, resulting tree) or the refusal."""
-    repo = work / "oracle"
-    repo.mkdir()
-    _git(["init", "-q", "-b", "main"], repo)
-    _commit(repo, base, "base")
+    """git's reading of ``patch`` on ``base``: (per-file numstat/summary, resulting tree) or the refusal.
+
+    The writer's repository serves when there is one (its ``base`` tag); neither --numstat nor
+    --cached reads its worktree."""
+    repo = work / "repo"
+    if not repo.is_dir():
+        repo.mkdir()
+        _git(["init", "-q", "-b", "main"], repo)
+        _commit(repo, base, "base")
+        _git(["tag", "base"], repo)
     (work / "p.patch").write_bytes(patch)
     args = ["apply", f"-p{strip}", "--whitespace=nowarn"]
     proc = subprocess.run(["git", *args, "--numstat", "--summary", "-z", str(work / "p.patch")],
@@ -229,7 +235,7 @@ def git_oracle(work: Path, base: Files, patch: bytes, strip: int) -> tuple[dict 
         return None, None, proc.stderr.decode(errors="replace").strip()
     stat = _numstat(proc.stdout)
     env = {**ENV, "GIT_INDEX_FILE": str(work / "oracle.index")}
-    _git(["read-tree", "HEAD"], repo, env=env)
+    _git(["read-tree", "base"], repo, env=env)
     proc = subprocess.run(
         ["git", *args, "--cached", str(work / "p.patch")], cwd=repo, capture_output=True, env=env
     )
