@@ -110,8 +110,8 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
 
     for index, patch in enumerate(replay.patches):
         # a copy or rename reads its source as the commit found it (git apply does the same)
-        before = {prefix + fp.old_path: _snapshot(state_of(prefix + fp.old_path))
-                  for fp in patch.files if fp.old_path and (fp.is_copy or fp.is_rename)}  # fmt: skip
+        moved = [state_of(prefix + fp.old_path) for fp in patch.files if fp.is_copy or fp.is_rename]  # type: ignore[operator]
+        before = {st.path: (st.post, list(st.post_lines), list(st.origins)) for st in moved}
         for fp in patch.files:
             if fp.binary:
                 raise UserError(f"binary patch of {fp.path!r} cannot be split", fp.source)
@@ -123,11 +123,8 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
                 raise UserError(f"{old_path} does not exist at this point of the replay", fp.source)
             if source is None and target is not None and target.post is not None:
                 raise UserError(f"{new_path} is created but already exists", fp.source)
-            post, lines, origins = (
-                (source.post, source.post_lines, source.origins) if source else (None, [], [])
-            )
-            if old_path in before:
-                post, lines, origins = before[old_path]
+            state = (source.post, source.post_lines, source.origins) if source else (None, [], [])
+            post, lines, origins = before.get(old_path or "", state)
             lines = lines if post else []
             try:
                 plan = splice_plan(lines, fp.hunks, old_path or new_path or "")
@@ -151,10 +148,6 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
             if fp.is_deleted and source is not None:
                 source.post, source.origins, source.post_mode = None, [], None
     return states
-
-
-def _snapshot(state: FileState) -> tuple[bytes | None, list[str], list[Origin]]:
-    return state.post, list(state.post_lines), list(state.origins)
 
 
 def _touch(state: FileState, index: int) -> None:
