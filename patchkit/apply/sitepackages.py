@@ -147,11 +147,16 @@ def updated_record(record: bytes, record_prefix: str, changes: dict[str, bytes |
     return buffer.getvalue().encode("utf-8")
 
 
-def record_problems(dist_info: Path, root: Path) -> list[str]:
-    """RECORD rows whose hash or size does not match the file (rows without a hash are skipped)."""
+def record_problems(dist_info: Path, root: Path, only: set[str] | None = None) -> list[str]:
+    """RECORD rows whose hash or size does not match the file (rows without a hash are skipped);
+    ``only``: just the rows of these paths (what a series touched — hashing all of vllm takes seconds)."""
     problems = []
-    for row in csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))):
-        if len(row) < 3 or not row[1]:
+    try:
+        rows = list(csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        return [f"{dist_info / 'RECORD'} cannot be read as a RECORD: {exc}"]
+    for row in rows:
+        if len(row) < 3 or not row[1] or (only is not None and row[0] not in only):
             continue
         path = root / row[0]
         if not path.is_file():
