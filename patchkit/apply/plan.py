@@ -245,8 +245,13 @@ def commit_plan(target: Target, plan: Plan, state: dict) -> list[str]:
     for rel in compiled:
         records[rel]["kind"] = "pyc"
     created = {str(d.relative_to(target.root)) for rel in changes for d in _missing_dirs(target.root / rel)}
-    state = {**state, "files": records, "skipped": plan.skipped_by_patch,
-             "partly_applied": plan.partly_applied, "created_dirs": sorted(created)}
+    state = {
+        **state,
+        "files": records,
+        "skipped": plan.skipped_by_patch,
+        "partly_applied": plan.partly_applied,
+        "created_dirs": sorted(created),
+    }
     _commit(target, changes, (json.dumps(state, indent=1) + "\n").encode())
     return _after_commit(target, modules)
 

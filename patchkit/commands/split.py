@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from patchkit import output
+from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
@@ -40,6 +41,7 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     started = time.perf_counter()
     if overlay_threshold is not None and not 0 < overlay_threshold <= 1:
         raise UserError(f"--overlay-threshold {overlay_threshold}: expected 0 < F <= 1, e.g. 0.6")
+    _check_out(out, replays)
     replay = parse_files(replays)
     tree, pin = resolve_base(base, pin_file)
     domains = load_rules(rules)
@@ -61,15 +63,25 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
         result.finish()
     result.series.proof = proof.to_dict()
     record = record_json(series_record(result.series))
-    (out / SPLIT_JSON).write_text(record, encoding="utf-8")
+    write_atomic(out / SPLIT_JSON, record)
     if json_out is not None:
-        json_out.write_text(record, encoding="utf-8")
+        write_atomic(json_out, record)
     output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)
     if not proof.ok:
         for line in proof.differences:
             output.error(f"proof: {line}")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _check_out(out: Path, replays: list[Path]) -> None:
+    """Refuse an ``--out`` that is a file or holds an input: split rewrites its directory."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file, not a directory")
+    home = out.resolve()
+    for replay in replays:
+        if replay.resolve().is_relative_to(home):
+            raise UserError(f"--out {out} holds the input {replay}; write the series to another directory")
 
 
 def _normalise_root(root: str) -> str:
