@@ -12,6 +12,7 @@ from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.series.files import SPLIT_JSON, load_entries, record_json, series_record, write_series
 from patchkit.split.depends import compute_dependencies
+from patchkit.split.layout import check_layout
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
@@ -46,6 +47,7 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     tree, pin = resolve_base(base, pin_file)
     domains = load_rules(rules)
     prefix = _normalise_root(root) if root is not None else detect_prefix(replay, tree)
+    check_layout(replay, tree, prefix)
     meta = read_upstream(tree.root)
     if meta.missing:
         output.info(
