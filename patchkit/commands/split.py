@@ -10,7 +10,14 @@ from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
-from patchkit.series.files import SPLIT_JSON, load_entries, record_json, series_record, write_series
+from patchkit.series.files import (
+    SPLIT_JSON,
+    drop_stale,
+    load_entries,
+    record_json,
+    series_record,
+    write_series,
+)
 from patchkit.split.depends import compute_dependencies
 from patchkit.split.layout import check_layout
 from patchkit.split.proof import prove
@@ -59,13 +66,14 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
                           labels=meta.labels)  # fmt: skip
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
-        write_series(out, result.series, result.texts, result.overlays, record=False)  # written below
+        written = write_series(out, result.series, result.texts, result.overlays, record=False)  # below
         proof = prove(tree, load_entries(out), result.states)
     finally:
         result.finish()
     result.series.proof = proof.to_dict()
     record = record_json(series_record(result.series))
     write_atomic(out / SPLIT_JSON, record)
+    drop_stale(out, written)
     if json_out is not None:
         write_atomic(json_out, record)
     output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)

@@ -245,7 +245,7 @@ def upstream_at(hunk: Hunk, new_lines: list[str]) -> tuple[int, str] | None:
     expected = max(hunk.new_start - 1, 0)
     if bounds := _function_bounds(hunk.section, new_lines, expected):
         start, end = bounds
-        inside = [i for i in found if start < i < end]
+        inside = [i for i in found if start <= i < end]
         return (
             (min(inside, key=lambda i: abs(i - expected)), f"in {hunk.section.strip()}") if inside else None
         )

@@ -118,7 +118,6 @@ def write_series(out: Path, series: Series, texts: dict[str, str],
         raise UserError(f"cannot create the series directory {out}: {exc.strerror}") from None
     overlays = overlays or {}
     keep = {sp.filename for sp in series.patches if sp.files or not sp.overlays}
-    before = _manifest(out)
     written = []
     lines = []
     for sp in series.patches:
@@ -135,11 +134,18 @@ def write_series(out: Path, series: Series, texts: dict[str, str],
     write_atomic(out / SERIES_FILE, "".join(lines))
     if record:
         write_atomic(out / SPLIT_JSON, record_json(series_record(series)))
+        drop_stale(out, written)
+    return written
+
+
+def drop_stale(out: Path, written: list[Path]) -> None:
+    """Record what this split wrote (the manifest), then remove what the previous one wrote and
+    this one did not. Called once ``series`` and ``split.json`` name only the new files."""
+    before = _manifest(out)
     now = sorted({str(p.relative_to(out)) for p in written} | {SERIES_FILE, SPLIT_JSON})
     write_atomic(out / MANIFEST, json.dumps({"written_by": "patchkit split", "files": now}, indent=1) + "\n")
     for stale in sorted(before - set(now)):
         (out / stale).unlink(missing_ok=True)
-    return written
 
 
 def _manifest(out: Path) -> set[str]:
