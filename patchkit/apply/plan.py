@@ -97,7 +97,7 @@ def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overl
                     raise UserError(f"{fp.old_path} -> {fp.new_path}: the patch moves a file between "
                                     "the installed package and outside it", str(entry.path))  # fmt: skip
                 listed = skipped.setdefault(entry.name, [])
-                listed += [p for p in names if p not in listed]
+                listed[:] = list(dict.fromkeys([*listed, *names]))
                 continue
             partly.add(entry.name)
             if failed.intersection(names):
