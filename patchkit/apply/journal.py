@@ -28,7 +28,8 @@ JOURNAL_NAME = "journal.json"
 TXN_DIR = "txn"
 PERMISSIONS = 0o777  # setuid, setgid and sticky are never set (as git)
 
-# Tests set this to raise at a named step ("staged", "journal", "replace:N", "before-commit").
+# Tests set this to raise at a named step ("staged", "journal", "replace:N", "before-commit",
+# "committed", and in recovery "restore:N").
 fault_hook: Callable[[str], None] | None = None
 
 
@@ -301,9 +302,10 @@ def recover(state_dir: Path) -> Recovery | None:
         return Recovery(f"finished a committed transaction of pid {record.get('pid')} ({where})")
     root = Path(record["root"]) if record.get("root") else None
     restored, kept = 0, []
-    for entry in record["files"]:
+    for index, entry in enumerate(record["files"]):
         outcome = _roll_back(entry, root)
         restored += outcome == "restored"
+        _step(f"restore:{index + 1}")
         if outcome == "kept":
             kept.append(entry["path"])
     for directory in reversed(record.get("created_dirs", [])):
