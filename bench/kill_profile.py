@@ -254,6 +254,8 @@ def race_round(target: Target, series: Path, rng: random.Random, cwd: Path, n: i
     outcome = "kept-aborted" if kept and aborted else "kept-applied" if kept and proc.returncode == 0 else ""
     if not kept:
         outcome = "LOST"
+        case = {"file": rel, "paused": paused, "exit": proc.returncode, "said": out.strip().splitlines()[-1:]}
+        target.figures.setdefault("lost_cases", []).append(case)
     elif not outcome:
         outcome = "kept-other"
     # undo the user's edit so the next round starts from base or patched

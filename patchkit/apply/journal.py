@@ -11,17 +11,16 @@ kept and named — and finishes a committed one. Both are idempotent.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import shutil
-import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchkit.apply.nofollow import ChangedUnderUs, current_state, open_parent
 from patchkit.errors import CheckFailed, UserError
 
 JOURNAL_NAME = "journal.json"
@@ -46,10 +45,6 @@ class FileChange:
 class Recovery:
     note: str
     kept: list[str] = field(default_factory=list)  # files someone changed since the crash
-
-
-class ChangedUnderUs(Exception):
-    """A file no longer holds the pre-image it was checked against."""
 
 
 def sha256(data: bytes | None) -> str | None:
@@ -101,59 +96,6 @@ def _missing_dirs(path: Path) -> list[Path]:
     return list(reversed(missing))  # outermost first
 
 
-# --------------------------------------------------------------------------- no-follow access
-
-
-def open_parent(path: Path, root: Path | None, create: bool = False) -> int:
-    """A descriptor of ``path``'s directory, reached from ``root`` one component at a time without
-    following a symlink (ChangedUnderUs if one is met); ``create`` makes missing directories."""
-    if root is None or not path.is_relative_to(root):
-        return os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in path.relative_to(root).parts[:-1]:
-            try:
-                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, 0o755, dir_fd=fd)
-                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise ChangedUnderUs(f"{path}: a parent directory is now a symlink or a file") from None
-                raise
-            os.close(fd)
-            fd = nxt
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def current_state(dirfd: int, name: str) -> tuple[str | None, int | None] | str:
-    """(sha256, permission bits) of a regular file, (None, None) when absent, or a word for
-    anything else (a symlink, a directory) — never following a link."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dirfd)
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "a symlink"
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return "not a regular file"
-        digest = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-        return digest.hexdigest(), stat.S_IMODE(st.st_mode)
-    finally:
-        os.close(fd)
-
-
 def _holds(now: tuple | str, sha: str | None, mode: int | None) -> bool:
     if isinstance(now, str):
         return False
@@ -199,20 +141,65 @@ def commit(state_dir: Path, changes: list[FileChange], root: Path | None = None)
     _finish(state_dir)
 
 
+def aside_name(name: str) -> str:
+    """Where a file waits, renamed away from its name, while patchkit checks and replaces it."""
+    return f".patchkit-{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}.old"
+
+
 def _replace(path: Path, entry: dict, root: Path | None) -> None:
+    """Move the old file aside (nobody can open it by name now), check it is the preimage, link
+    the new one in (never over a file someone created meanwhile), check the old one again (a writer
+    that held it open), then drop it. Any mismatch puts the old file back: ChangedUnderUs."""
     dirfd = open_parent(path, root, create=entry["staged"] is not None)
+    name, aside = path.name, aside_name(path.name)
     try:
-        now = current_state(dirfd, path.name)
-        if not _holds(now, entry["old_sha256"], entry["old_mode"]):
-            said = now if isinstance(now, str) else "absent" if now[0] is None else "different bytes or mode"
-            raise ChangedUnderUs(f"{path} changed while patchkit was writing ({said}, not the preimage)")
+        if entry["existed"]:
+            try:
+                os.rename(name, aside, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+            except FileNotFoundError:
+                raise ChangedUnderUs(
+                    f"{path} changed while patchkit was writing (absent, not the preimage)"
+                ) from None
+        _expect(path, entry, dirfd, aside if entry["existed"] else name)
         if entry["staged"]:
-            os.replace(entry["staged"], path.name, dst_dir_fd=dirfd)
-        elif entry["existed"]:
-            os.unlink(path.name, dir_fd=dirfd)
+            try:
+                os.link(entry["staged"], name, dst_dir_fd=dirfd, follow_symlinks=False)
+            except FileExistsError:
+                _put_back(dirfd, aside, name) if entry["existed"] else None
+                raise ChangedUnderUs(
+                    f"{path} was created by someone else while patchkit was writing"
+                ) from None
+            os.unlink(entry["staged"])
+        if entry["existed"]:
+            try:
+                _expect(path, entry, dirfd, aside)
+            except ChangedUnderUs:
+                if entry["staged"]:
+                    os.unlink(name, dir_fd=dirfd)
+                raise
+            os.unlink(aside, dir_fd=dirfd)
         os.fsync(dirfd)
     finally:
         os.close(dirfd)
+
+
+def _expect(path: Path, entry: dict, dirfd: int, name: str) -> None:
+    now = current_state(dirfd, name)
+    if _holds(now, entry["old_sha256"], entry["old_mode"]):
+        return
+    if name != path.name:
+        _put_back(dirfd, name, path.name)
+    said = now if isinstance(now, str) else "absent" if now[0] is None else "different bytes or mode"
+    raise ChangedUnderUs(f"{path} changed while patchkit was writing ({said}, not the preimage)")
+
+
+def _put_back(dirfd: int, aside: str, name: str) -> None:
+    """The file moved aside back under its name — unless someone created that name meanwhile."""
+    try:
+        os.link(aside, name, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
+    except FileExistsError:
+        return  # both are kept: the new file under the name, the old one as ``aside``
+    os.unlink(aside, dir_fd=dirfd)
 
 
 def _reason(exc: OSError) -> str:
@@ -329,6 +316,17 @@ def _roll_back(entry: dict, root: Path | None) -> str:
     except (FileNotFoundError, ChangedUnderUs):
         return "untouched" if not entry["existed"] else "kept"
     try:
+        aside = aside_name(path.name)
+        if entry["existed"] and os.path.lexists(path.parent / aside):  # killed mid-replace
+            now = current_state(dirfd, path.name)
+            if now == (None, None):
+                _put_back(dirfd, aside, path.name)
+            elif _holds(now, entry["new_sha256"], entry["new_mode"]):
+                os.rename(aside, path.name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+                os.fsync(dirfd)
+                return "restored"
+            else:
+                return "kept"
         now = current_state(dirfd, path.name)
         if _holds(now, entry["old_sha256"], entry["old_mode"]):
             return "untouched"
