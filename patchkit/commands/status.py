@@ -24,7 +24,8 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
     lock = (target_lock(target.state_dir, lock_timeout, target.describe()) if target.state_dir.exists()
             else contextlib.nullcontext())  # fmt: skip
     with lock:
-        recover_note(target) if target.state_dir.exists() else None
+        if target.state_dir.exists():
+            recover_note(target)
         state = apply.load_state(target)
         report = {"command": "status", "target": target.to_dict(), "applied": state is not None}
         problems: list[str] = []
