@@ -383,3 +383,25 @@ def test_item01_the_journal_records_post_images_and_modes(tmp_path: Path) -> Non
     entry = pause["record"]["files"][1]
     assert {"new_sha256", "new_mode", "old_sha256", "old_mode"} <= set(entry)
     assert entry["new_mode"] == 0o644 and entry["old_mode"] == 0o644
+
+
+def test_item02_an_edit_while_reverse_plans_is_kept(tmp_path: Path, monkeypatch) -> None:
+    """Reverse reads each file once: the bytes it checked are the bytes the journal re-checks."""
+    from patchkit.apply import plan
+
+    tree, series = make_checkout(tmp_path)
+    assert invoke("apply", str(series), *_checkout(tree))[0] == 0
+    real, edit = plan.read_file, b"# edited while patchkit planned the reverse\n"
+
+    def read_then_edit(path: Path):
+        found = real(path)
+        if path.name == "envs.py" and edit not in path.read_bytes():
+            with open(path, "ab") as handle:  # the user saves right after patchkit read it
+                handle.write(edit)
+        return found
+
+    monkeypatch.setattr(plan, "read_file", read_then_edit)
+    code, out = invoke("apply", *_checkout(tree), "--reverse")
+    monkeypatch.setattr(plan, "read_file", real)
+    assert code == 1 and "changed while patchkit was writing" in out, out
+    assert (tree / "vllm/envs.py").read_bytes().endswith(edit)

@@ -319,10 +319,14 @@ def reverse_plan(target: Target, state: dict, force: bool) -> Plan:
     modules' ``.pyc`` included; ``.pyc`` the apply compiled and nobody had before are removed.
     ``problems``: files changed since apply (``force`` overrides); ``blocked``: kept bytes lost."""
     plan = Plan()
-    if not force:
-        plan.problems = drift(target, state)
     for rel, rec in state["files"].items():
-        current, mode = read_file(safe_path(target, rel))
+        current, mode = read_file(safe_path(target, rel))  # read once: what the journal re-checks
+        if not force and rec.get("kind") != "pyc" and sha256(current) != rec["post"]:
+            now = sha256(current) or "absent"
+            plan.problems.append(
+                f"{rel}: changed since apply (recorded {rec['post'] or 'absent'}, now {now})"
+            )
+            continue
         old = None
         if rec["pre"] is not None:
             kept = target.state_dir / BASE_DIR / rec["pre"]
