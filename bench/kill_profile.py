@@ -219,8 +219,9 @@ def kill_profile(target: Target, series: Path, kills: int, rng: random.Random, c
         end = settle(target, cwd, rng)
         if end != "pending":
             ends[end] += 1
-    while settle(target, cwd, rng) == "pending":
+    while (end := settle(target, cwd, rng)) == "pending":
         pass
+    ends[end] += 1  # where the last round left it
     target.figures.update(kills=counts, kills_total=sum(counts.values()), ended=ends,
                           kill_seconds=round(time.monotonic() - started, 1))  # fmt: skip
 

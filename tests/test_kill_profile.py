@@ -12,10 +12,10 @@ from bench.kill_profile import main
 
 def test_short_kill_profile_ends_base_or_patched_and_keeps_edits(tmp_path: Path) -> None:
     figures = tmp_path / "kp.json"
-    code = main(["--kills", "6", "--races", "4", "--work", str(tmp_path / "work"), "--json", str(figures)])
+    code = main(["--kills", "4", "--races", "2", "--work", str(tmp_path / "work"), "--json", str(figures)])
     assert code == 0
     result = json.loads(figures.read_text())["targets"]
     for kind in ("checkout", "site-packages"):
-        assert result[kind]["kills_total"] >= 3
+        assert result[kind]["kills_total"] >= 2
         assert sum(result[kind]["ended"].values()) >= 1
         assert "LOST" not in result[kind]["races"]
