@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from patchkit.atomic import write_atomic
 from patchkit.audit.engine import AuditOptions, parse_shard, run_audit
 from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
@@ -128,7 +129,7 @@ def write_reports(result: AuditResult, json_out: Path | None, html: Path | None,
         )
     json_out = json_out or DEFAULT_REPORTS / "audit.json"
     json_out.parent.mkdir(parents=True, exist_ok=True)
-    json_out.write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(json_out, json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n")
     written = [json_out]
     if html or md or junit:
         for path in (html, md, junit):

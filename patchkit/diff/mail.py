@@ -40,6 +40,9 @@ def read_headers(lines: list[str], i: int, name: str, offset: int) -> tuple[dict
 
 
 def decode_header(value: str) -> str:
+    """RFC 2047 words decoded; raw bytes that are not UTF-8 (kept as surrogates when the file was
+    read) become U+FFFD, so a name can always be printed and written."""
+    value = value.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
     parts = []
     for chunk, charset in email.header.decode_header(value):
         if isinstance(chunk, bytes):

@@ -22,6 +22,8 @@ from patchkit.diff.names import (
 )
 from patchkit.errors import UserError
 
+NAME_MAX = 255  # bytes per path component (every common file system)
+
 _FROM_GIT = re.compile(r"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$")
 _GIT_LOG = re.compile(r"^commit ([0-9a-f]{40})(?: \(.*\))?$")
 _FROM_MBOX = re.compile(r"^From \S+ +\w{3} \w{3} +\d+ [\d:]+ \d{4}$")
@@ -223,7 +225,19 @@ def parse_diff(lines: list[str], name: str, offset: int = 0,
     for fp in files:
         if not fp.hunks and not fp.binary and not _is_header_only(fp):
             raise UserError(f"file {fp.path!r} has a header but no hunks", fp.source)
+        for path in (fp.old_path, fp.new_path):
+            _check_path(path, fp.source)
     return files
+
+
+def _check_path(path: str | None, where: str) -> None:
+    """A path no file system can hold is bad input here, not an OSError later."""
+    if path is None:
+        return
+    if "\0" in path:
+        raise UserError(f"path {path!r} holds a NUL byte", where)
+    if any(len(part.encode("utf-8", errors="surrogateescape")) > NAME_MAX for part in path.split("/")):
+        raise UserError(f"path {path[:60]!r}...: a component is longer than {NAME_MAX} bytes", where)
 
 
 def _is_header_only(fp: FilePatch) -> bool:
