@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from patchkit.diff.filediff import parse_diff
 from patchkit.diff.hunks import HunkMismatch, apply_file_patch, render_file_patch
 from patchkit.diff.model import FilePatch, Hunk
-from patchkit.diff.parse import parse_diff
 
 NL = "\\ No newline at end of file"
 

@@ -6,8 +6,8 @@ import stat
 from pathlib import Path
 
 from patchkit import git
+from patchkit.diff.filediff import parse_diff
 from patchkit.diff.model import FilePatch
-from patchkit.diff.parse import parse_diff
 from patchkit.tmpdir import scratch_dir
 
 Side = tuple[bytes | None, str | None]  # (content or None when absent, git mode)
