@@ -20,6 +20,7 @@ from patchkit.series.files import (
 )
 from patchkit.split.depends import compute_dependencies
 from patchkit.split.layout import check_layout
+from patchkit.split.prefix import check_series, problem_text
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
@@ -67,19 +68,27 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
         written = write_series(out, result.series, result.texts, result.overlays, record=False)  # below
-        proof = prove(tree, load_entries(out), result.states)
+        entries = load_entries(out)
+        proof = prove(tree, entries, result.states)
+        final = {path: state.post for path, state in result.states.items()}
+        prefixes = check_series(tree, entries, final)  # every state base + patches[1..k]
     finally:
         result.finish()
     result.series.proof = proof.to_dict()
+    result.series.proof["prefixes"] = prefixes.to_dict()
     record = record_json(series_record(result.series))
     write_atomic(out / SPLIT_JSON, record)
     drop_stale(out, written)
     if json_out is not None:
         write_atomic(json_out, record)
     output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)
-    if not proof.ok:
+    for record in prefixes.replay_findings:
+        output.info(f"finding of the replay (its own final state has it too): {problem_text(record)}")
+    if not proof.ok or not prefixes.ok:
         for line in proof.differences:
             output.error(f"proof: {line}")
+        for record in prefixes.failures:
+            output.error(f"prefix: {problem_text(record)}")
         return EXIT_FAILED
     return EXIT_OK
 
