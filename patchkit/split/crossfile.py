@@ -166,19 +166,22 @@ def resolve(base: BaseTree, blocks: Sequence[_Block], order: list[str], state_of
         if not sites:
             continue
         definer = next(v.domain for b, s, e in sites for v in b.new_domains[s:e] if v.domain in later)
+        tried.discard(("move", True))
         why = f"{problem.file} ({user}) needs {problem.name!r} ({problem.kind}), which {definer} introduces"
         saved = [(b, list(b.old_domains), list(b.new_domains)) for b in blocks]
-        for step in ("move", "reorder", "merge"):
+        for step in ("move", "move", "reorder", "merge"):
             trial = list(order)
-            if step == "move":
-                _give(sites, definer, user, whole=problem.kind == "module")
+            if step == "move":  # the statements; then, if that does not parse, their whole blocks
+                _give(sites, definer, user, whole=problem.kind == "module" or (step, True) in tried)
+                tried.add((step, True))
             elif step == "reorder":
                 trial.remove(definer)
                 trial.insert(trial.index(user), definer)
             else:
                 _merge_file(blocks, problem.file, user, definer)
             after = check.problems(trial)
-            if len(after) < len(problems):
+            broken = {q.key for _, q in after if q.kind == "syntax"} - {q.key for _, q in problems}
+            if len(after) < len(problems) and not broken:
                 order, problems = trial, after
                 notes.append({"step": step, "file": problem.file, "line": problem.line, "name": problem.name,
                               "kind": problem.kind, "domain": user if step == "move" else definer,

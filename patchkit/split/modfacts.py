@@ -56,7 +56,7 @@ class Facts:
         return facts
 
 
-_CACHE_KIND = "static-facts-2"  # bump when what ``Facts`` records changes
+_CACHE_KIND = "static-facts-3"  # bump when what ``Facts`` records changes
 _FACTS: dict[tuple[str, bytes], Facts] = {}
 _USES: dict[tuple[str, bytes], Facts] = {}
 _TREES: dict[tuple[str, bytes], ast.Module | str] = {}
@@ -201,7 +201,7 @@ def _top(body: list[ast.stmt], facts: Facts, path: str) -> None:
 
 def _accepts(node: ast.FunctionDef | ast.AsyncFunctionDef, skip_first: bool = False) -> frozenset[str] | None:
     args = node.args
-    if args.kwarg is not None:
+    if args.kwarg is not None or node.decorator_list:  # a decorator may change the signature
         return None
     names = [a.arg for a in args.args] + [a.arg for a in args.kwonlyargs]
     if skip_first and names:
@@ -244,6 +244,11 @@ def _uses(tree: ast.Module, facts: Facts, path: str) -> None:
             names = {n.strip("() ") for c in caught for n in c.split(",")}
             if names & _OPTIONAL:
                 optional.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
+    scopes = [_scope(node) for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def shadowed(name: str, line: int) -> bool:  # bound locally in a function around the line
+        return any(a <= line <= b and name in local for a, b, local in scopes)
+
     for node in nodes:
         if isinstance(node, ast.Import):
             if any(a <= node.lineno <= b for a, b in optional):
@@ -262,8 +267,23 @@ def _uses(tree: ast.Module, facts: Facts, path: str) -> None:
                     facts.modules[alias.asname or alias.name] = f"{module}.{alias.name}"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.keywords:
             keywords = [k.arg for k in node.keywords if k.arg is not None]
-            if keywords:
+            if keywords and not shadowed(node.func.id, node.lineno):
                 facts.calls.append((node.lineno, node.func.id, keywords))
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if isinstance(node.ctx, ast.Load):
+            if isinstance(node.ctx, ast.Load) and not shadowed(node.value.id, node.lineno):
                 facts.attributes.append((node.lineno, node.value.id, node.attr))
+
+
+def _scope(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int, set[str]]:
+    """A function's line span and the names it binds itself (arguments, assignments, imports)."""
+    args = node.args
+    local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    local |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            local.add(child.id)
+        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+            local |= {(a.asname or a.name).split(".")[0] for a in child.names}
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child is not node:
+            local.add(child.name)
+    return node.lineno, node.end_lineno or node.lineno, local
