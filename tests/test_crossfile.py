@@ -139,16 +139,20 @@ def test_a_local_split_inside_one_function_is_merged(tmp_path, monkeypatch) -> N
 
 
 def test_a_cycle_forces_a_merge(tmp_path, monkeypatch) -> None:
-    # early's a.py needs NEW from b.py, whose definition sits in an if/else only late adds (moving
-    # the two lines alone breaks b.py); late's b.py needs EARLY from a.py: no order works.
-    base = {**INIT, "pkg/a.py": "A = 1\n", "pkg/b.py": "FLAG = True\n"}
+    # early's a.py imports NEW, which late's b.py defines as Cfg(b=EARLY): moving it to early needs
+    # late's new field b (no better), putting late first needs early's EARLY (no better either)
+    cfg = "from dataclasses import dataclass\n\n\n@dataclass\nclass Cfg:\n    a: int = 0\n"
+    base = {**INIT, "pkg/a.py": "A = 1\n", "pkg/b.py": "from pkg.c import Cfg\n", "pkg/c.py": cfg}
     final = {**INIT, "pkg/a.py": "from pkg.b import NEW  # USE\n\nA = 1\nEARLY = 2  # USE\n",
-             "pkg/b.py": "from pkg.a import EARLY\n\nFLAG = True\n"
-             "if FLAG:\n    NEW = 1\nelse:\n    NEW = 2\n"}  # fmt: skip
+             "pkg/b.py": "from pkg.c import Cfg\nfrom pkg.a import EARLY\n\nNEW = Cfg(b=EARLY)\n",
+             "pkg/c.py": cfg + "    b: int = 0\n"}  # fmt: skip
     old, result, new = _both(tmp_path, monkeypatch, base, final)
     assert [f["name"] for f in old.failures] == ["NEW"]
     assert new.ok, new.failures
-    assert [r["step"] for r in result.series.resolutions][-1] == "merge"
+    assert [(r["step"], r["file"], r["domain"]) for r in result.series.resolutions] == [
+        ("merge", "pkg/a.py", "late")
+    ]
+    assert [p.domain for p in result.series.patches] == ["late"]
 
 
 def test_an_import_of_a_name_defined_nowhere_is_the_replays_finding(tmp_path, monkeypatch) -> None:
