@@ -161,3 +161,39 @@ def test_an_import_of_a_name_defined_nowhere_is_the_replays_finding(tmp_path, mo
     old, result, new = _both(tmp_path, monkeypatch, base, final)
     assert new.ok  # not the split's doing ...
     assert [(f["name"], f["target"]) for f in new.replay_findings] == [("GHOST", "pkg.b")]  # ... the replay's
+
+
+def test_needs_first_is_the_smallest_set_not_the_first_found() -> None:
+    from patchkit.split.depends import _drop_one_by_one, minimal_needs
+
+    def applies(subset: list[str]) -> bool:  # a patch that applies on A+B, or on C alone
+        return {"A", "B"} <= set(subset) or set(subset) == {"C"}
+
+    assert _drop_one_by_one(["A", "B", "C"], applies) == ["A", "B"]  # the greedy answer over-reports
+    assert minimal_needs(["A", "B", "C"], applies) == ["C"]
+    assert minimal_needs(["A"], lambda s: True) == []
+
+
+def test_a_semantic_need_is_recorded_and_the_apply_gate_says_needs_first(tmp_path, monkeypatch) -> None:
+    from patchkit.audit.gates import PatchUnderAudit, SeriesState
+    from patchkit.audit.gates.apply import apply_gate
+
+    # a use that no step can fix (its definer's line needs what the user's file adds) stays a need
+    def keep(base, blocks, order, state_of):
+        from patchkit.split.crossfile import Need
+        from patchkit.split.static import Problem
+
+        return order, [], [Need("early", "late", Problem("pkg/a.py", 1, "name", "H", "pkg.h"))]
+
+    monkeypatch.setattr(replay_module, "resolve", keep)
+    base = {**INIT, "pkg/a.py": "X = 1\n", "pkg/h.py": "Y = 1\n"}
+    final = {**INIT, "pkg/a.py": "from pkg.h import H  # USE\n\nX = H\n", "pkg/h.py": "Y = 1\nH = 2\n"}
+    result, _ = _split(tmp_path, base, final)
+    early, late = result.series.patches
+    assert late.depends_on == [] and early.depends_on == ["late"]  # as the split recorded it
+    assert "pkg.h has no name 'H'" in early.needs_why["late"]
+    patch = PatchUnderAudit("0001-early.patch", 0, "", early.files, [], "early", {}, ["0002-late.patch"],
+                            needs_why={"0002-late.patch": early.needs_why["late"]})  # fmt: skip
+    gate = apply_gate(BaseTree(tmp_path / "a"), patch, [], SeriesState({}, {}, None))
+    assert gate.details["alone"] == "applies"  # textually it does ...
+    assert gate.message.key == "gate.apply.needs-why" and gate.details["needs"] == ["0002-late.patch"]

@@ -16,6 +16,7 @@ from patchkit.audit.gates import (
 from patchkit.audit.model import GateResult
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
+from patchkit.split.depends import minimal_needs
 from patchkit.values import Message
 
 
@@ -47,15 +48,11 @@ def applies(base: BaseTree, patches: list[PatchUnderAudit]) -> str | None:
 
 
 def needed_patches(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUnderAudit]) -> list[str]:
-    """The smallest set of earlier patches (greedy, series order) it needs to apply on the base."""
-    if applies(base, [patch]) is None:
-        return []
+    """The smallest set of earlier patches it needs to apply on the base: exact (``minimal_needs``
+    tries every smaller subset of the earlier patches on its files first)."""
     touched = {fp.old_path for fp in patch.files if fp.old_path} | {o.target for o in patch.overlays}
-    needed = [p for p in earlier if touched & p.touched]
-    for candidate in list(needed):
-        trial = [p for p in needed if p is not candidate]
-        if applies(base, [*trial, patch]) is None:
-            needed = trial
+    candidates = [p for p in earlier if touched & p.touched]
+    needed = minimal_needs(candidates, lambda trial: applies(base, [*trial, patch]) is None)
     return [p.name for p in needed]
 
 
@@ -64,10 +61,11 @@ def apply_gate(
 ) -> GateResult:
     started = time.perf_counter()
     alone_error = applies(base, [patch])
-    if patch.declared_needs is not None and alone_error is not None and patch.declared_needs:
+    if patch.declared_needs:  # split.json's depends_on: textual and semantic needs alike
         needs, needs_from = patch.declared_needs, "split.json"
     else:
-        needs, needs_from = needed_patches(base, patch, earlier), "computed"
+        needs = needed_patches(base, patch, earlier) if alone_error is not None else []
+        needs_from = "computed"
     details = {
         "alone": "applies" if alone_error is None else "does not apply",
         "alone_error": alone_error,
@@ -75,6 +73,7 @@ def apply_gate(
         "series_error": state.error,
         "needs": needs,
         "needs_from": needs_from,
+        "needs_why": {name: why for name, why in patch.needs_why.items() if name in needs},
         "files": len(patch.files),
     }
     if patch.overlays:  # each one's preimage check is part of applying in series and alone
@@ -82,10 +81,12 @@ def apply_gate(
                                for o in patch.overlays]  # fmt: skip
     if state.error is not None:
         status, message = "failed", Message("gate.apply.series-failed", {"error": state.error})
+    elif needs:  # a patch whose (semantic) dependencies are missing does not "apply alone"
+        why = "; ".join(patch.needs_why[n] for n in needs if n in patch.needs_why)
+        key = "gate.apply.needs-why" if why else "gate.apply.needs"
+        status, message = "passed", Message(key, {"needs": needs, "why": why})
     elif alone_error is None:
         status, message = "passed", Message("gate.apply.applies")
-    elif needs:
-        status, message = "passed", Message("gate.apply.needs", {"needs": needs})
     else:
         status, message = "passed", Message("gate.apply.not-alone", {"error": alone_error})
     return gate_result("apply", status, message, details, time.perf_counter() - started)
