@@ -65,9 +65,8 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
     if explain:
         explain_table(series)
         for step in series.resolutions:  # what the cross-file pass did, and why
-            info(
-                f"  {step['step']}: {step.get('why', '')} -> lines go to {step.get('domain')} (from {step.get('from')})"
-            )
+            where = f"lines go to {step.get('domain')} (from {step.get('from')})"
+            info(f"  {step['step']}: {step.get('why', '')} -> {where}")
     prefixes = series.proof.get("prefixes")
     if prefixes:
         info(
