@@ -72,7 +72,7 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
         info(
             f"prefixes: {prefixes['states']} state(s), {prefixes['files_checked']} file check(s), "
             f"{prefixes['imports_checked']} import(s) resolved; {len(prefixes['failures'])} failure(s), "
-            f"{len(prefixes['replay_findings'])} finding(s) of the replay; {prefixes['seconds']:.2f} s"
+            f"{len(prefixes['replay_findings'])} finding(s) of the replay"
         )
     proof = series.proof
     verdict = "holds" if proof.get("ok") else "FAILS"

@@ -82,6 +82,7 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     if json_out is not None:
         write_atomic(json_out, record)
     output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)
+    output.info(f"prefix check: {prefixes.seconds:.2f} s")
     for record in prefixes.replay_findings:
         output.info(f"finding of the replay (its own final state has it too): {problem_text(record)}")
     if not proof.ok or not prefixes.ok:

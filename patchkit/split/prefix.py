@@ -36,7 +36,7 @@ class PrefixResult:
         return {
             "ok": self.ok, "states": self.states, "files_checked": self.files_checked,
             "imports_checked": self.imports_checked, "failures": self.failures,
-            "replay_findings": self.replay_findings, "seconds": round(self.seconds, 3),
+            "replay_findings": self.replay_findings,
             "method": "each state base + patches[1..k] re-applied from the written series; every "
             "touched Python file compiled, its first-party imports and keyword arguments resolved "
             "statically against that state",
