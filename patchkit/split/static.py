@@ -58,21 +58,35 @@ class Problem:
                 "target": self.target, "text": self.text()}  # fmt: skip
 
 
+_CHECKS: dict[tuple, list[tuple[dict, list[Problem]]]] = {}
+
+
 class State:
     """One tree state: ``read`` gives a file's content (None = absent), ``is_dir`` a directory."""
 
     def __init__(self, read: Read, is_dir: Callable[[str], bool], first_party: set[str]) -> None:
         self.read, self.is_dir, self.first_party = read, is_dir, first_party
         self._modules: dict[str, tuple[str | None, Facts | None]] = {}
+        self._found: dict[str, tuple[str | None, bytes | None]] = {}
+        self._trace: dict[str, tuple[str | None, bytes | None]] | None = None
 
     def module(self, name: str) -> tuple[str | None, Facts | None]:
         """(path, facts) of a module; (dir, None) for a namespace package; (None, None) if absent."""
         if name not in self._modules:
             path, source = self._find(name)
             self._modules[name] = (path, facts_of(path, source) if path and source is not None else None)
+        elif self._trace is not None:
+            self._find(name)
         return self._modules[name]
 
     def _find(self, name: str) -> tuple[str | None, bytes | None]:
+        if name not in self._found:
+            self._found[name] = self._locate(name)
+        if self._trace is not None:
+            self._trace[name] = self._found[name]
+        return self._found[name]
+
+    def _locate(self, name: str) -> tuple[str | None, bytes | None]:
         base = name.replace(".", "/")
         for path in (base + ".py", base + "/__init__.py"):
             source = self.read(path)
@@ -81,8 +95,6 @@ class State:
         return (base, None) if self.is_dir(base) else (None, None)
 
     def exists(self, name: str) -> bool:
-        if name in self._modules:
-            return self._modules[name][0] is not None
         return self._find(name)[0] is not None
 
     def has_name(self, module: str, name: str) -> bool | None:
@@ -114,9 +126,28 @@ class State:
         return module, None
 
     def check(self, path: str) -> list[Problem]:
+        """The file's problems in this state; a result is reused while the file and every module
+        it looked up are the same bytes (checking many states of a series is then cheap)."""
         source = self.read(path)
         if source is None or not path.endswith(".py"):
             return []
+        key = (path, source, frozenset(self.first_party))
+        for looked_up, problems in _CHECKS.get(key, []):
+            if all(self._find(name) == seen for name, seen in looked_up.items()):
+                return problems
+        self._trace = {}
+        try:
+            problems = self._check(path, source)
+            entries = _CHECKS.setdefault(key, [])
+            entries.append((self._trace, problems))
+            del entries[:-8]
+        finally:
+            self._trace = None
+        if len(_CHECKS) > 4000:
+            _CHECKS.clear()
+        return problems
+
+    def _check(self, path: str, source: bytes) -> list[Problem]:
         facts = uses_of(path, source)
         if facts.error:
             return [Problem(path, _line(facts.error), "syntax", facts.error)]
@@ -181,15 +212,21 @@ def first_party(paths: Iterable[str], read: Read) -> set[str]:
     return {t for t in tops if read(f"{t}/__init__.py") is not None}
 
 
+_BASE_READS: dict[tuple[str, str], bytes | None] = {}  # a base tree is read-only: read once
+
+
 def tree_state(base: BaseTree, files: Files, packages: set[str], memo: dict | None = None) -> State:
     memo = {} if memo is None else memo
+    root = str(base.root)
 
     def read(path: str) -> bytes | None:
         if path in files:
             return files[path]
-        if path not in memo:
-            memo[path] = base.read(path)
-        return memo[path]
+        key = (root, path)
+        if key not in _BASE_READS:  # one stat for the many probes that find nothing
+            present = ".." not in path.split("/") and os.path.isfile(os.path.join(root, path))
+            _BASE_READS[key] = base.read(path) if present else None
+        return _BASE_READS[key]
 
     dirs = {"/".join(p.split("/")[:i]) for p, data in files.items() if data is not None
             for i in range(1, p.count("/") + 1)}  # fmt: skip
