@@ -82,8 +82,22 @@ def _imports(state: State, path: str) -> int:
     return len(uses_of(path, source).imports) if source is not None else 0
 
 
+class _Overlaid:
+    """The base with the files a series prefix changed (what ``apply_entries`` reads from)."""
+
+    def __init__(self, base: BaseTree, tree: dict) -> None:
+        self.base, self.tree = base, tree
+
+    def read(self, path: str) -> bytes | None:
+        return self.tree[path][0] if path in self.tree else self.base.read(path)
+
+    def mode(self, path: str) -> str | None:
+        return self.tree[path][1] if path in self.tree else self.base.mode(path)
+
+
 def series_states(base: BaseTree, entries: list[SeriesEntry]) -> list[tuple[str, Files]]:
-    """(patch name, touched files) after each patch with the overlays listed after it."""
+    """(patch name, touched files) after each patch with the overlays listed after it; each
+    patch is applied once, on the state the ones before it left."""
     groups: list[list[SeriesEntry]] = []
     for entry in entries:
         if entry.overlay is None or not groups:
@@ -91,9 +105,11 @@ def series_states(base: BaseTree, entries: list[SeriesEntry]) -> list[tuple[str,
         else:
             groups[-1].append(entry)
     out = []
-    for k in range(len(groups)):
-        tree, _ = apply_entries(base, [e for group in groups[: k + 1] for e in group])
-        out.append((groups[k][0].name, {path: data for path, (data, _) in tree.items()}))
+    tree: dict = {}
+    for group in groups:
+        changed, _ = apply_entries(_Overlaid(base, tree), group)  # type: ignore[arg-type]
+        tree = {**tree, **changed}
+        out.append((group[0].name, {path: data for path, (data, _) in tree.items()}))
     return out
 
 

@@ -64,8 +64,10 @@ _CHECKS: dict[tuple, list[tuple[dict, list[Problem]]]] = {}
 class State:
     """One tree state: ``read`` gives a file's content (None = absent), ``is_dir`` a directory."""
 
-    def __init__(self, read: Read, is_dir: Callable[[str], bool], first_party: set[str]) -> None:
+    def __init__(self, read: Read, is_dir: Callable[[str], bool], first_party: set[str],
+                 shared: tuple[dict, Callable[[str], bool]] | None = None) -> None:  # fmt: skip
         self.read, self.is_dir, self.first_party = read, is_dir, first_party
+        self._shared = shared  # (lookups of the base, is this path in the overlay?): see tree_state
         self._modules: dict[str, tuple[str | None, Facts | None]] = {}
         self._found: dict[str, tuple[str | None, bytes | None]] = {}
         self._trace: dict[str, tuple[str | None, bytes | None]] | None = None
@@ -88,6 +90,14 @@ class State:
 
     def _locate(self, name: str) -> tuple[str | None, bytes | None]:
         base = name.replace(".", "/")
+        if self._shared is not None and not self._shared[1](base):  # as on the base: shared
+            lookups = self._shared[0]
+            if name not in lookups:
+                lookups[name] = self._probe(base)
+            return lookups[name]
+        return self._probe(base)
+
+    def _probe(self, base: str) -> tuple[str | None, bytes | None]:
         for path in (base + ".py", base + "/__init__.py"):
             source = self.read(path)
             if source is not None:
@@ -213,6 +223,7 @@ def first_party(paths: Iterable[str], read: Read) -> set[str]:
 
 
 _BASE_READS: dict[tuple[str, str], bytes | None] = {}  # a base tree is read-only: read once
+_BASE_LOOKUPS: dict[str, dict] = {}  # per base root: module name → (path, source) on the base
 
 
 def tree_state(base: BaseTree, files: Files, packages: set[str], memo: dict | None = None) -> State:
@@ -239,4 +250,7 @@ def tree_state(base: BaseTree, files: Files, packages: set[str], memo: dict | No
             memo[key] = ".." not in path.split("/") and os.path.isdir(base.root / path)
         return memo[key]
 
-    return State(read, is_dir, packages)
+    def overlaid(base_path: str) -> bool:  # does the overlay decide this module's lookup?
+        return base_path in dirs or base_path + ".py" in files or base_path + "/__init__.py" in files
+
+    return State(read, is_dir, packages, (_BASE_LOOKUPS.setdefault(root, {}), overlaid))
