@@ -34,6 +34,21 @@ def minimal_needs(candidates: list[T], applies: Callable[[list[T]], bool], limit
     return list(candidates)
 
 
+def closure(touched: set[str], earlier: list[T], files: Callable[[T], set[str]]) -> list[T]:
+    """The earlier patches a patch on ``touched`` can need: those on its files, and (as they may
+    need theirs first) those on their files, transitively; in series order."""
+    wanted, found = set(touched), set()
+    changed = True
+    while changed:
+        changed = False
+        for i, other in enumerate(earlier):
+            if i not in found and wanted & files(other):
+                found.add(i)
+                wanted |= files(other)
+                changed = True
+    return [p for i, p in enumerate(earlier) if i in found]
+
+
 def _drop_one_by_one(candidates: list[T], applies: Callable[[list[T]], bool]) -> list[T]:
     needed = list(candidates)
     for candidate in list(needed):
@@ -52,7 +67,7 @@ def compute_dependencies(base: BaseTree, patches: list[SplitPatch],
     for k, patch in enumerate(patches):
         touched = {fp.old_path for fp in patch.files if fp.old_path}
         touched |= {overlays[name].target for name in patch.overlays}
-        candidates = [p for p in patches[:k] if touched & _touched(p, overlays)]
+        candidates = closure(touched, patches[:k], lambda p: _touched(p, overlays))
         needed = minimal_needs(candidates, lambda trial, p=patch: _applies(base, [*trial, p], overlays))
         textual = [p.domain for p in needed]
         semantic = [d for d in patch.depends_on if d in patch.needs_why and d not in textual]

@@ -16,7 +16,7 @@ from patchkit.audit.gates import (
 from patchkit.audit.model import GateResult
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
-from patchkit.split.depends import minimal_needs
+from patchkit.split.depends import closure, minimal_needs
 from patchkit.values import Message
 
 
@@ -51,8 +51,25 @@ def needed_patches(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUn
     """The smallest set of earlier patches it needs to apply on the base: exact (``minimal_needs``
     tries every smaller subset of the earlier patches on its files first)."""
     touched = {fp.old_path for fp in patch.files if fp.old_path} | {o.target for o in patch.overlays}
-    candidates = [p for p in earlier if touched & p.touched]
-    needed = minimal_needs(candidates, lambda trial: applies(base, [*trial, patch]) is None)
+    candidates = closure(touched, earlier, lambda p: p.touched)
+    states: dict[tuple[str, ...], Overlay | None] = {(): {}}  # subsets share their prefixes' states
+
+    def state_after(names: tuple[str, ...]) -> Overlay | None:
+        if names not in states:
+            before = state_after(names[:-1])
+            after = None if before is None else dict(before)
+            if after is not None:
+                try:
+                    apply_patch(by_name[names[-1]], base.read, after)
+                except (HunkMismatch, ValueError):
+                    after = None
+            states[names] = after
+        return states[names]
+
+    by_name = {p.name: p for p in [*candidates, patch]}
+    needed = minimal_needs(
+        candidates, lambda trial: state_after((*[p.name for p in trial], patch.name)) is not None
+    )
     return [p.name for p in needed]
 
 
