@@ -1,7 +1,7 @@
 """The command line: each command parses its options and calls one function."""
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: typer would evaluate every string annotation of
+# every command at each start (about 13 ms of CPU); these annotations are built once, at import.
 import sys
 from pathlib import Path
 from typing import Annotated, Optional

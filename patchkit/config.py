@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +97,8 @@ def load_pin(path: Path) -> Pin:
 
 
 def load_config(path: Path) -> ProjectConfig:
+    import tomllib  # apply and status only look for the file: they do not pay for the parser
+
     path = path.resolve()
     try:
         text = path.read_text(encoding="utf-8")
