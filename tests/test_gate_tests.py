@@ -1,3 +1,4 @@
+import json
 import sys
 from pathlib import Path
 
@@ -137,3 +138,25 @@ def test_xdist_only_where_it_can_spread_the_work():
     assert xdist_args(2, info, ["tests/a/test_x.py"]) == []  # one module: one worker would take it all
     assert xdist_args(1, info, ["tests/a/", "tests/b/"]) == []
     assert xdist_args(4, {"xdist": False}, ["tests/a/", "tests/b/"]) == []  # not installed there
+
+
+def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch, capsys):
+    from patchkit.commands.audit import run
+
+    calc = patch_text(
+        file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env")), trailers=SIGN
+    )
+    base, pin, series = build(tmp_path, {"0001-calc.patch": calc})
+    (tmp_path / "patchkit.toml").write_text(f'[series]\nrules = "{FAKE_TREE / "domains.toml"}"\n')
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "a.json"
+    args = (series, None, base.root, "apply,tests", None, sys.executable, out, None, None, None, None, "en")
+    assert run(*args, False, False) == 0
+    table = capsys.readouterr().err
+    assert "where the time went" in table and "tests.pytest.base" in table and "tests.pytest.patch" in table
+    names = [s["name"] for s in json.loads(out.read_text())["stages"]]
+    assert {"tests.pytest.base", "tests.pytest.patch", "audit.gates", "audit.total"} <= set(names)
+
+    assert run(*args, False, False) == 0  # warm: every gate cached, no pytest, no table
+    assert "where the time went" not in capsys.readouterr().err
+    assert not [s for s in json.loads(out.read_text())["stages"] if s["name"].startswith("tests.")]
