@@ -7,7 +7,7 @@ from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, 
 
 from patchkit import timing
 from patchkit.audit.engine import AuditOptions, run_audit
-from patchkit.audit.gates.tests import TestSettings, materialise, xdist_args
+from patchkit.audit.gates.tests import TestSettings, materialise, owns_bytecode, xdist_args
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.words import fill_words
@@ -160,3 +160,8 @@ def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch
     assert run(*args, False, False) == 0  # warm: every gate cached, no pytest, no table
     assert "where the time went" not in capsys.readouterr().err
     assert not [s for s in json.loads(out.read_text())["stages"] if s["name"].startswith("tests.")]
+
+
+def test_only_patchkits_own_test_venv_gets_bytecode_written(cache):
+    assert owns_bytecode(str(cache / "testenv" / "venv-0123" / "bin" / "python"))
+    assert not owns_bytecode(sys.executable)  # somebody else's interpreter: never written to
