@@ -52,7 +52,7 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
     with _progress() as tick, timing.stage("audit.gates", f"gates {','.join(chosen)}, jobs {options.jobs}"):
         options.progress = tick
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
-    timing.record("audit.total", time.perf_counter() - started, "until the reports are written", started)
+    timing.record("audit.total", time.perf_counter() - started, "all but writing the reports", started)
     result.stages = [s.to_dict() for s in timing.stages()]
     written = write_reports(result, json_out, html, md, junit, lang)
     _print_summary(result, written, time.perf_counter() - started)
