@@ -82,6 +82,9 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
     help_ = import_profile(["--help"], 1, tmp_path)
     assert "patchkit.cli" in help_["patchkit_modules"] and help_["total_ms"] > 0
     assert help_["patchkit_modules"] == ["patchkit", "patchkit.cli"]  # the wiring only
+    status = import_profile(["status", "--target", "checkout", "--path", str(replay.base)], 1, tmp_path)
+    assert "patchkit.commands.status" in status["patchkit_modules"]
+    assert "patchkit.diff.parse" not in status["patchkit_modules"]  # no series to read, no parser
     check = ["apply", str(series), "--target", "checkout", "--path", str(replay.base), "--check"]
     loaded = import_profile(check, 1, tmp_path)
     assert "patchkit.apply.plan" in loaded["patchkit_modules"]
