@@ -172,7 +172,16 @@ def report(
 
 
 def main() -> None:
+    # typer inspects the signature of every registered command at each start: when the command
+    # line names one, register only that one (``patchkit --help`` still lists them all)
+    named = [c for c in app.registered_commands if len(sys.argv) > 1 and _command_name(c) == sys.argv[1]]
+    if named:
+        app.registered_commands[:] = named
     app()
+
+
+def _command_name(command: typer.models.CommandInfo) -> str:
+    return command.name or command.callback.__name__.replace("_", "-")
 
 
 if __name__ == "__main__":

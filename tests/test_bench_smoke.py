@@ -93,3 +93,8 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
     traced = subprocess.run(trace, capture_output=True, text=True, cwd=tmp_path)
     assert " patchkit.apply.plan\n" in traced.stderr
     assert "tomllib" not in traced.stderr  # patchkit.toml is only looked for, not read
+    # only the named command is built; the CLI still reads as a whole
+    one = subprocess.run([*patchkit_command(), "apply", "--help"], capture_output=True, text=True)
+    assert one.returncode == 0 and "Usage: patchkit apply [OPTIONS] [SERIES_DIR]" in one.stdout
+    typo = subprocess.run([*patchkit_command(), "aply"], capture_output=True, text=True)
+    assert typo.returncode == 2 and "Did you mean 'apply'" in typo.stderr
