@@ -34,6 +34,11 @@ def _fresh_env(work: Path) -> dict[str, str]:
         path.mkdir(parents=True)
         env[variable] = str(path)
     env.pop("VIRTUAL_ENV", None)
+    # as in a fresh shell that activated only the new venv: no other venv's tools (ruff, uv) on PATH
+    keep = [
+        d for d in env.get("PATH", "").split(os.pathsep) if d and not (Path(d).parent / "pyvenv.cfg").exists()
+    ]
+    env["PATH"] = os.pathsep.join([str(work / "venv" / "bin"), *keep])
     return env
 
 
