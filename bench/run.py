@@ -83,7 +83,8 @@ def run_cases(args: argparse.Namespace, work: Path) -> tuple[list[CaseResult], d
 
 def progress(result: CaseResult) -> None:
     """One line per finished case on stderr, so a long run shows where it is."""
-    figure = result.unavailable or f"median {result.candidate.median:.3f} s, ratio {result.ratio:.2f}x"
+    ratio = f", ratio {result.ratio:.2f}x" if result.ratio is not None else ""
+    figure = result.unavailable or f"median {result.candidate.median:.3f} s{ratio}"
     print(f"[bench] {result.case} {result.name}: {figure}", file=sys.stderr, flush=True)
 
 

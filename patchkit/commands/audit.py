@@ -199,8 +199,9 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
 
 def _print_stages(records: list[timing.Stage]) -> None:
     """Where a (partly) cold run spent its time; stages that ran in parallel overlap."""
-    from rich.console import Console
     from rich.table import Table
+
+    from patchkit.console import rich_console
 
     table = Table(title="where the time went (wall seconds; gates run in parallel, so stages overlap)")
     for column, justify in (("stage", "left"), ("detail", "left"), ("start", "right"), ("seconds", "right")):
@@ -211,4 +212,4 @@ def _print_stages(records: list[timing.Stage]) -> None:
     for name, count, seconds in timing.totals(records):
         if count > 1:
             table.add_row(f"{name} (all)", f"{count} runs", "", f"{seconds:.1f}")
-    Console(stderr=True, highlight=False).print(table)
+    rich_console(stderr=True).print(table)
