@@ -161,6 +161,8 @@ def _reverse(target: apply.Target, series_dir: Path | None, check: bool, force: 
         report["action"] = "nothing-applied"
         return
     if series_dir is not None:
+        from patchkit.series.files import load_entries, load_overlays
+
         identity = apply.series_identity(load_entries(series_dir), load_overlays(series_dir))
         if [p for p in identity if not p["name"].startswith("overlay:")] != [
             p for p in state["patches"] if not p["name"].startswith("overlay:")
