@@ -175,9 +175,12 @@ def main() -> None:
     # typer inspects the signature of every registered command at each start: when the command
     # line names one, register only that one (``patchkit --help`` still lists them all)
     named = [c for c in app.registered_commands if len(sys.argv) > 1 and _command_name(c) == sys.argv[1]]
-    if named:
-        app.registered_commands[:] = named
-    app()
+    everything = list(app.registered_commands)
+    app.registered_commands[:] = named or everything
+    try:
+        app()
+    finally:  # in-process callers (tests) keep the whole app
+        app.registered_commands[:] = everything
 
 
 def _command_name(command: typer.models.CommandInfo) -> str:

@@ -98,3 +98,14 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
     assert one.returncode == 0 and "Usage: patchkit apply [OPTIONS] [SERIES_DIR]" in one.stdout
     typo = subprocess.run([*patchkit_command(), "aply"], capture_output=True, text=True)
     assert typo.returncode == 2 and "Did you mean 'apply'" in typo.stderr
+
+
+def test_main_builds_one_command_and_leaves_the_app_whole(monkeypatch) -> None:
+    from patchkit import cli
+
+    before = list(cli.app.registered_commands)
+    monkeypatch.setattr(sys, "argv", ["patchkit", "status", "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 0
+    assert cli.app.registered_commands == before and len(before) > 1  # in-process callers see every command
