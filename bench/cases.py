@@ -292,8 +292,8 @@ def startup_cases(runs: int, work: Path) -> list[CaseResult]:
     help_run = lambda: _startup("patchkit --help", [*patchkit_command(), "--help"], baseline, runs, work)  # noqa: E731
     result = _guard("3", "patchkit --help", help_run)
     if result.candidate:
-        result.target = "median <= 0.3 s"
-        result.verdict = "PASS" if result.candidate.median <= 0.3 else "MISS"
+        result.target = "median <= 0.15 s"
+        result.verdict = "PASS" if result.candidate.median <= 0.15 else "MISS"
     results.append(result)
     reason = available("status")
     if reason:

@@ -15,10 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import audit_case, cases
+from bench import audit_case, cases, hotpath, mainjob
 from bench.cases import CaseResult
 
 ALL_CASES = ("split", "apply", "startup", "audit")
+ON_REQUEST = ("mainjob",)  # minutes of every core: only with --cases mainjob
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -29,7 +30,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
     parser.add_argument("--json", type=Path, dest="json_out", help="write the JSON record here")
     parser.add_argument("--quick", action="store_true", help="runs=3, sizes 1,10 (no 100x)")
-    parser.add_argument("--cases", default=",".join(ALL_CASES), help=f"subset of {','.join(ALL_CASES)}")
+    known = ",".join(ALL_CASES + ON_REQUEST)
+    parser.add_argument(
+        "--cases", default=",".join(ALL_CASES), help=f"subset of {known} (default: all but mainjob)"
+    )
     parser.add_argument("--work", type=Path, help="scratch dir (default: a temp dir, removed after)")
     args = parser.parse_args(argv)
     if (args.replay is None) != (args.base is None):
@@ -38,7 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.runs, args.sizes = min(args.runs, 3), "1,10"
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
-    unknown = set(args.cases) - set(ALL_CASES)
+    unknown = set(args.cases) - set(ALL_CASES + ON_REQUEST)
     if unknown or args.runs < 1:
         parser.error(f"unknown case(s) {sorted(unknown)}" if unknown else "--runs must be >= 1")
     return args
@@ -61,17 +65,26 @@ def run_cases(args: argparse.Namespace, work: Path) -> tuple[list[CaseResult], d
         synthetic, notes["synthetic"] = cases.synthetic_cases(args.sizes, args.runs, work, progress)
         results.extend(synthetic)
     if "apply" in args.cases:
+        if args.replay is not None:
+            add([hotpath.real_apply_check_case(args.replay.resolve(), args.base.resolve(), args.runs, work)])
         add(cases.apply_cases(args.runs, work))
     if "startup" in args.cases:
-        add(cases.startup_cases(args.runs, work))
+        startup = cases.startup_cases(args.runs, work)
+        imports = hotpath.startup_imports(args.runs, work)
+        for result in startup:
+            result.extra["imports"] = imports.get(result.name)
+        add(startup)
     if "audit" in args.cases:
         add(audit_case.audit_cases(args.runs, work))
+    if "mainjob" in args.cases:
+        add(mainjob.mainjob_cases(args.runs, work))
     return results, notes
 
 
 def progress(result: CaseResult) -> None:
     """One line per finished case on stderr, so a long run shows where it is."""
-    figure = result.unavailable or f"median {result.candidate.median:.3f} s, ratio {result.ratio:.2f}x"
+    ratio = f", ratio {result.ratio:.2f}x" if result.ratio is not None else ""
+    figure = result.unavailable or f"median {result.candidate.median:.3f} s{ratio}"
     print(f"[bench] {result.case} {result.name}: {figure}", file=sys.stderr, flush=True)
 
 
@@ -122,6 +135,21 @@ def render_table(results: list[CaseResult], notes: dict, runs: int) -> str:
     return "\n".join(lines)
 
 
+def render_notes(results: list[CaseResult]) -> str:
+    """Under the table: import profiles of the hot paths and the cold main job's stage table."""
+    lines = []
+    for r in results:
+        imports = r.extra.get("imports")
+        if imports:
+            top = ", ".join(f"{k} {v}" for k, v in imports["by_package_ms"].items())
+            lines.append(f"imports of {r.name}: {imports['total_ms']} ms summed self time (median), "
+                         f"{imports['modules']} modules; by package (ms): {top}")  # fmt: skip
+        if r.extra.get("stages"):
+            lines += [f"{r.name}: {r.extra['note']}; steps {r.extra['steps_s']}",
+                      mainjob.stage_table(r.extra["stages"])]  # fmt: skip
+    return "\n".join(lines)
+
+
 def record(args: argparse.Namespace, results: list[CaseResult], notes: dict, seconds: float) -> dict:
     return {
         "tool": "patchkit bench",
@@ -154,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print(render_table(results, notes, args.runs))
+    print(render_notes(results))
     if args.json_out is not None:
         data = record(args, results, notes, time.perf_counter() - started)
         args.json_out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

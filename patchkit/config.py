@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchkit.base.pin import pin_problem
 from patchkit.errors import UserError
 from patchkit.values import Pin
 
@@ -36,6 +34,7 @@ class AuditConfig:
     per_test_timeout: float = 60
     python: str | None = None  # interpreter path (resolved) or a bare name looked up on PATH
     prepare_env: bool = False  # build (once, cached) a venv with the base's test deps when no python is named
+    test_workers: int | None = None  # pytest-xdist workers per pytest run; None: the host's cores / jobs
 
 
 @dataclass
@@ -66,6 +65,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "per_test_timeout": "seconds",
         "python": "python",
         "prepare_env": "bool",
+        "test_workers": "int",
     },
 }
 
@@ -97,6 +97,8 @@ def load_pin(path: Path) -> Pin:
 
 
 def load_config(path: Path) -> ProjectConfig:
+    import tomllib  # apply and status only look for the file: they do not pay for the parser
+
     path = path.resolve()
     try:
         text = path.read_text(encoding="utf-8")
@@ -135,6 +137,8 @@ def load_config(path: Path) -> ProjectConfig:
 
 
 def _target(tables: _Tables, values: dict[str, Any]) -> Pin:
+    from patchkit.base.pin import pin_problem  # loads the download code: only when a pin is read
+
     target = Pin(**{k: str(v) for k, v in values.items()})
     if problem := pin_problem(target):
         key, reason = problem

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchkit.console import rich_console
-from patchkit.diff.model import Replay
-from patchkit.series.model import Series
+
+if TYPE_CHECKING:
+    from patchkit.diff.model import Replay
+    from patchkit.series.model import Series
 
 
 def console(stderr: bool = False):

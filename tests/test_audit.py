@@ -114,8 +114,11 @@ def test_cli_exit_codes_and_json(tmp_path):
         "0002-hub.patch",
     ]
     assert data["patches"][0]["files"] == [{"path": "vllm/calc.py", "added": 1, "removed": 1}]
+    stages = {s["name"]: s for s in data["stages"]}  # where the time went
+    assert stages["audit.total"]["seconds"] >= stages["audit.gates"]["seconds"] > 0
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "cached" in again.output
+    assert "where the time went" not in again.output  # the stage table is for cold runs
 
     shard = runner.invoke(app, [*args[:-2], "--json", str(tmp_path / "s.json"), "--shard", "2/2"])
     assert shard.exit_code == 0

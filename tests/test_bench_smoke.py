@@ -68,3 +68,44 @@ def test_module_entry_point_help() -> None:
     proc = subprocess.run([sys.executable, "-m", "bench", "--help"], capture_output=True, text=True,
                           cwd=Path(__file__).parents[1])  # fmt: skip
     assert proc.returncode == 0 and "--replay" in proc.stdout
+
+
+def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
+    from bench.hotpath import import_profile
+
+    series = tmp_path / "series"
+    replay = synth.generate(tmp_path / "s", scale=1)
+    split = [*patchkit_command(), "split", str(replay.mbox), "--base", str(replay.base),
+             "--rules", str(replay.rules), "--out", str(series)]  # fmt: skip
+    assert subprocess.run(split, capture_output=True).returncode == 0
+    heavy = ("patchkit.audit", "patchkit.report", "patchkit.split", "patchkit.base.pin", "rich", "jinja2")
+    help_ = import_profile(["--help"], 1, tmp_path)
+    assert "patchkit.cli" in help_["patchkit_modules"] and help_["total_ms"] > 0
+    assert help_["patchkit_modules"] == ["patchkit", "patchkit.cli"]  # the wiring only
+    status = import_profile(["status", "--target", "checkout", "--path", str(replay.base)], 1, tmp_path)
+    assert "patchkit.commands.status" in status["patchkit_modules"]
+    assert "patchkit.diff.parse" not in status["patchkit_modules"]  # no series to read, no parser
+    check = ["apply", str(series), "--target", "checkout", "--path", str(replay.base), "--check"]
+    loaded = import_profile(check, 1, tmp_path)
+    assert "patchkit.apply.plan" in loaded["patchkit_modules"]
+    assert not [m for m in loaded["patchkit_modules"] if m.startswith(heavy)], loaded["patchkit_modules"]
+    trace = [sys.executable, "-X", "importtime", "-m", "patchkit", *check]
+    traced = subprocess.run(trace, capture_output=True, text=True, cwd=tmp_path)
+    assert " patchkit.apply.plan\n" in traced.stderr
+    assert "tomllib" not in traced.stderr  # patchkit.toml is only looked for, not read
+    # only the named command is built; the CLI still reads as a whole
+    one = subprocess.run([*patchkit_command(), "apply", "--help"], capture_output=True, text=True)
+    assert one.returncode == 0 and "Usage: patchkit apply [OPTIONS] [SERIES_DIR]" in one.stdout
+    typo = subprocess.run([*patchkit_command(), "aply"], capture_output=True, text=True)
+    assert typo.returncode == 2 and "Did you mean 'apply'" in typo.stderr
+
+
+def test_main_builds_one_command_and_leaves_the_app_whole(monkeypatch) -> None:
+    from patchkit import cli
+
+    before = list(cli.app.registered_commands)
+    monkeypatch.setattr(sys, "argv", ["patchkit", "status", "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 0
+    assert cli.app.registered_commands == before and len(before) > 1  # in-process callers see every command

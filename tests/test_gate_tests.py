@@ -1,11 +1,13 @@
+import json
 import sys
 from pathlib import Path
 
 import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 
+from patchkit import timing
 from patchkit.audit.engine import AuditOptions, run_audit
-from patchkit.audit.gates.tests import TestSettings, materialise
+from patchkit.audit.gates.tests import TestSettings, materialise, owns_bytecode, xdist_args
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.words import fill_words
@@ -50,8 +52,12 @@ def test_regressed_could_not_run_and_passed(tmp_path, cache):
         ),
     }
     base, pin, series = build(tmp_path, patches)
+    timing.reset()
     result = audit(base, pin, series)
     hub, ok, broken = gate(result, 0), gate(result, 1), gate(result, 2)
+    ran = [s for s in timing.stages() if s.name.startswith("tests.pytest.")]
+    assert {s.name for s in ran} == {"tests.pytest.base", "tests.pytest.patch"}
+    assert any(s.detail.startswith("0003-calc.patch") for s in ran) and timing.was_cold(ran)
 
     assert hub.status == "could-not-run"  # nothing ran: never passed
     assert hub.details["causes"] == {"no-accelerator": 1, "model-hub-unreachable": 1}
@@ -123,3 +129,39 @@ def test_a_module_that_cannot_be_collected_does_not_hide_the_others(tmp_path, ca
     assert result.status == "passed", result.summary
     assert result.details["counts"] == {"new-passed": 1, "could-not-run": 1}
     assert result.details["causes"] == {"unsupported-platform": 1}
+
+
+def test_xdist_only_where_it_can_spread_the_work():
+    info = {"xdist": True}
+    assert xdist_args(2, info, ["tests/a/test_x.py", "tests/b/"]) == ["-n", "2", "--dist", "loadfile"]
+    assert xdist_args(2, info, ["tests/a/"]) == ["-n", "2", "--dist", "loadfile"]
+    assert xdist_args(2, info, ["tests/a/test_x.py"]) == []  # one module: one worker would take it all
+    assert xdist_args(1, info, ["tests/a/", "tests/b/"]) == []
+    assert xdist_args(4, {"xdist": False}, ["tests/a/", "tests/b/"]) == []  # not installed there
+
+
+def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch, capsys):
+    from patchkit.commands.audit import run
+
+    calc = patch_text(
+        file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env")), trailers=SIGN
+    )
+    base, pin, series = build(tmp_path, {"0001-calc.patch": calc})
+    (tmp_path / "patchkit.toml").write_text(f'[series]\nrules = "{FAKE_TREE / "domains.toml"}"\n')
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "a.json"
+    args = (series, None, base.root, "apply,tests", None, sys.executable, out, None, None, None, None, "en")
+    assert run(*args, False, False) == 0
+    table = capsys.readouterr().err
+    assert "where the time went" in table and "tests.pytest.base" in table and "tests.pytest.patch" in table
+    names = [s["name"] for s in json.loads(out.read_text())["stages"]]
+    assert {"tests.pytest.base", "tests.pytest.patch", "audit.gates", "audit.total"} <= set(names)
+
+    assert run(*args, False, False) == 0  # warm: every gate cached, no pytest, no table
+    assert "where the time went" not in capsys.readouterr().err
+    assert not [s for s in json.loads(out.read_text())["stages"] if s["name"].startswith("tests.")]
+
+
+def test_only_patchkits_own_test_venv_gets_bytecode_written(cache):
+    assert owns_bytecode(str(cache / "testenv" / "venv-0123" / "bin" / "python"))
+    assert not owns_bytecode(sys.executable)  # somebody else's interpreter: never written to

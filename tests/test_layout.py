@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
         "patchkit.cache",
         "patchkit.console",
         "patchkit.atomic",
+        "patchkit.timing",
     ),
     ("patchkit.diff",),
     ("patchkit.base", "patchkit.upstream"),

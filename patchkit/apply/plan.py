@@ -15,6 +15,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from patchkit.apply import journal, paths, sitepackages
 from patchkit.apply.journal import FileChange, sha256
@@ -24,8 +25,10 @@ from patchkit.apply.target import site_packages_target as site_packages_target
 from patchkit.diff.engine import State, apply_files
 from patchkit.diff.hunks import HunkMismatch
 from patchkit.errors import CheckFailed, UserError
-from patchkit.series.files import SeriesEntry
 from patchkit.series.overlays import Overlay, base_matches, mismatch
+
+if TYPE_CHECKING:  # the patch parser is loaded by whoever reads a series, not by status
+    from patchkit.series.files import SeriesEntry
 
 STATE_NAME = "state.json"
 BASE_DIR = "base"

@@ -86,3 +86,4 @@ class AuditResult(JsonMixin):
     created: str = ""
     schema: int = SCHEMA_VERSION
     guide: dict[str, Any] = field(default_factory=dict)  # the series' lead paragraph
+    stages: list[dict[str, Any]] = field(default_factory=list)  # where this run's time went (timing.Stage)

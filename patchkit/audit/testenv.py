@@ -1,27 +1,48 @@
 """A prepared test environment for a pin: a venv under the store with the base's Python deps.
 
-Steps (as worked out for vLLM on a CPU machine): a venv; ``torch==2.13.0`` (pip takes the local
-CPU wheel where one exists); ``-r requirements/common.txt`` of the base tree; pytest, tblib and
-pytest-timeout. The venv is built in place (venvs are not relocatable) under the entry's lock and
-is only used once its ready marker is written.
+What goes in (as worked out for vLLM on a CPU machine): ``torch==2.13.0`` (the local CPU wheel
+where pip's settings name one); ``-r requirements/common.txt`` of the base tree; pytest, tblib,
+pytest-timeout and pytest-xdist — and nothing else. It is built with ``uv`` (``uv venv`` + one
+``uv pip install``: one resolution, wheels reused from uv's cache between runs), with pip only when
+uv cannot run (or ``PATCHKIT_INSTALLER=pip`` asks for it). uv is given pip's index settings
+(``pip config list``) so it finds the same wheels. The venv is built in place (venvs are not
+relocatable) under the entry's lock and is only used once its ready marker is written.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from patchkit import cache
+from patchkit import cache, timing
 
 TORCH = "torch==2.13.0"
-TEST_TOOLS = ("pytest", "tblib", "pytest-timeout")
+TEST_TOOLS = ("pytest", "tblib", "pytest-timeout", "pytest-xdist")
 REQUIREMENTS = "requirements/common.txt"
 READY = ".patchkit-ready.json"
-PIP_TIMEOUT = 3600
+INSTALL_TIMEOUT = 3600
+
+# pip setting -> (uv variable, separator uv expects); pip separates its lists by white space
+_PIP_TO_UV = {
+    "index-url": ("UV_DEFAULT_INDEX", " "),
+    "extra-index-url": ("UV_EXTRA_INDEX_URL", " "),
+    "find-links": ("UV_FIND_LINKS", ","),
+    "constraint": ("UV_CONSTRAINT", " "),
+    "trusted-host": ("UV_INSECURE_HOST", " "),
+    "default-timeout": ("UV_HTTP_TIMEOUT", " "),
+    "cert": ("SSL_CERT_FILE", " "),
+}
+_UV_REPORT = re.compile(
+    r"^(Resolved|Prepared|Installed|Uninstalled|Bytecode compiled) (\d+) (?:packages?|files?)"
+    r" in ([\d.]+)(ms|s)\b"
+)
 
 
 class TestEnvError(Exception):
@@ -36,13 +57,79 @@ def env_key(base_root: Path, python: str = sys.executable) -> str:
                                                " ".join(TEST_TOOLS).encode()])).hexdigest()[:24]  # fmt: skip
 
 
+def requirements(base_root: Path) -> list[str]:
+    """The install arguments: torch, the base's common requirements, the test tools."""
+    reqs = [TORCH]
+    if (base_root / REQUIREMENTS).is_file():
+        reqs += ["-r", str(base_root / REQUIREMENTS)]
+    return [*reqs, *TEST_TOOLS]
+
+
 def steps(venv: Path, base_root: Path) -> list[tuple[str, list[str]]]:
+    """The pip fallback, step by step (torch first so pip takes the CPU wheel, not a CUDA one)."""
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     plan = [("torch (CPU)", [*pip, TORCH])]
     if (base_root / REQUIREMENTS).is_file():
         plan.append((REQUIREMENTS, [*pip, "-r", str(base_root / REQUIREMENTS), TORCH]))
     plan.append(("test tools", [*pip, *TEST_TOOLS]))
     return plan
+
+
+def uv_binary() -> str | None:
+    """The ``uv`` executable (the PyPI package patchkit depends on, else one on PATH) if it runs."""
+    found: str | None = None
+    try:
+        from uv import find_uv_bin
+
+        found = find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+    if found is None:
+        return None
+    try:
+        ok = subprocess.run([found, "--version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found if ok else None
+
+
+def pip_settings(python: str = sys.executable) -> dict[str, str]:
+    """pip's effective index settings (environment over ``[install]`` over ``[global]``)."""
+    try:
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        proc = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                              timeout=60, env=env)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return parse_pip_config(proc.stdout) if proc.returncode == 0 else {}
+
+
+def parse_pip_config(text: str) -> dict[str, str]:
+    rank = {"global": 0, "install": 1, ":env:": 2}
+    best: dict[str, tuple[int, str]] = {}
+    for line in text.splitlines():
+        match = re.fullmatch(r"([^.=]+)\.([\w-]+)='(.*)'", line.strip())
+        if not match or match.group(1) not in rank:
+            continue
+        scope, key, value = rank[match.group(1)], match.group(2), match.group(3)
+        if key not in best or scope >= best[key][0]:
+            best[key] = (scope, value)
+    return {key: value for key, (_, value) in best.items()}
+
+
+def uv_environment(pip: dict[str, str], environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for uv: pip's settings where the caller set no uv equivalent; every index
+    weighed like pip does (best version across all of them), never a downloaded Python."""
+    env = dict(os.environ if environ is None else environ)
+    for key, (variable, sep) in _PIP_TO_UV.items():
+        if key in pip and variable not in env:
+            env[variable] = sep.join(pip[key].split())
+    if pip.get("no-index", "").lower() in ("1", "true", "yes", "on") and "UV_NO_INDEX" not in env:
+        env["UV_NO_INDEX"] = "1"
+    env.setdefault("UV_INDEX_STRATEGY", "unsafe-best-match")
+    env.setdefault("UV_PYTHON_DOWNLOADS", "never")
+    env.setdefault("UV_NO_PROGRESS", "1")
+    return env
 
 
 def ready_python(base_root: Path) -> str | None:
@@ -61,24 +148,67 @@ def prepare(base_root: Path, python: str = sys.executable) -> str:
         if (venv / READY).is_file():
             return str(venv / "bin" / "python")
         shutil.rmtree(venv, ignore_errors=True)  # a half-built one from an interrupted run
-        _run("venv", [python, "-m", "venv", str(venv)])
-        for label, cmd in steps(venv, base_root):
-            _run(label, cmd)
-        (venv / READY).write_text(json.dumps({"steps": [c for _, c in steps(venv, base_root)]}, indent=1))
+        uv = uv_binary() if os.environ.get("PATCHKIT_INSTALLER", "uv") != "pip" else None
+        if uv:
+            marker = _build_with_uv(uv, venv, base_root, python)
+        else:
+            marker = _build_with_pip(venv, base_root, python)
+        (venv / READY).write_text(json.dumps(marker, indent=1))
     return str(venv / "bin" / "python")
 
 
-def _run(label: str, cmd: list[str]) -> None:
-    from rich.console import Console
+def _build_with_uv(uv: str, venv: Path, base_root: Path, python: str) -> dict:
+    env = uv_environment(pip_settings(python))
+    create = [uv, "venv", "--quiet", "--python", python, str(venv)]
+    # no --compile-bytecode: compiling all ~17,000 files cost ~45 s; the first pytest run compiles
+    # the few thousand the tests import (gates/tests.py lets it write them)
+    install = [uv, "pip", "install", "--python", str(venv / "bin" / "python"), *requirements(base_root)]
+    with timing.stage("testenv.venv", "uv venv"):
+        _run("venv (uv)", create, env)
+    started = time.perf_counter()
+    with timing.stage("testenv.install", "uv pip install: torch, " + REQUIREMENTS + ", test tools"):
+        proc = _run("install (uv)", install, env)
+    for phase, count, seconds in uv_phases(proc.stderr):  # one after the other, as uv reports them
+        unit = "files" if phase == "compile" else "packages"
+        timing.record(f"testenv.install.{phase}", seconds, f"{count} {unit} (uv)", started)
+        started += seconds
+    settings = {k: env[k] for k in sorted(env) if k.startswith("UV_") or k == "SSL_CERT_FILE"}
+    return {"installer": "uv", "steps": [create, install], "settings": settings}
 
-    console = Console(stderr=True)
-    if not console.is_terminal:  # CI logs: say what the minutes are spent on
-        print(f"patchkit: test environment: {label} ...", file=sys.stderr, flush=True)
-    with console.status(f"test environment: {label}", spinner="dots"):
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise TestEnvError(f"{label}: {exc}") from exc
+
+def _build_with_pip(venv: Path, base_root: Path, python: str) -> dict:
+    with timing.stage("testenv.venv", "python -m venv (uv cannot run here)"):
+        _run("venv", [python, "-m", "venv", str(venv)])
+    for label, cmd in steps(venv, base_root):
+        with timing.stage("testenv.install", f"pip: {label}"):
+            _run(label, cmd)
+    return {"installer": "pip", "steps": [c for _, c in steps(venv, base_root)]}
+
+
+def uv_phases(stderr: str) -> list[tuple[str, int, float]]:
+    """uv's own account of an install: (resolve | download | install, packages, seconds)."""
+    names = {
+        "Resolved": "resolve",
+        "Prepared": "download",
+        "Installed": "link",
+        "Uninstalled": "uninstall",
+        "Bytecode compiled": "compile",
+    }
+    phases = []
+    for line in stderr.splitlines():
+        if match := _UV_REPORT.match(line.strip()):
+            seconds = float(match.group(3)) / (1000 if match.group(4) == "ms" else 1)
+            phases.append((names[match.group(1)], int(match.group(2)), seconds))
+    return phases
+
+
+def _run(label: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    print(f"patchkit: test environment: {label} ...", file=sys.stderr, flush=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TestEnvError(f"{label}: {exc}") from exc
     if proc.returncode != 0:
         tail = " / ".join(proc.stderr.strip().splitlines()[-2:])
         raise TestEnvError(f"{label}: exit {proc.returncode}: {tail}")
+    return proc

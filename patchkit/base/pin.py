@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
-from patchkit import cache, git
+from patchkit import cache, git, timing
 from patchkit.base.archive import SKIP_DIRS, extract_archive, tree_hash
 from patchkit.base.package_index import PYPI_SIMPLE, download_sdist, index_url, index_urls, normalize_name
 from patchkit.errors import CheckFailed, UserError
@@ -112,9 +112,12 @@ def _verified_base(entry: Path) -> tuple[Path, dict]:
 
 
 def _build_index_base(pin: Pin, entry: Path) -> None:
-    sdist = download_sdist(pin.name, pin.version or "", pin.sha256 or "")
-    extract_archive(sdist, entry / "tree")
-    _record_base(entry, pin, sdist=sdist.name, sdist_sha256=(pin.sha256 or "").lower())
+    with timing.stage("base.download", f"{pin.name}-{pin.version} sdist"):
+        sdist = download_sdist(pin.name, pin.version or "", pin.sha256 or "")
+    with timing.stage("base.unpack", sdist.name):
+        extract_archive(sdist, entry / "tree")
+    with timing.stage("base.commit", "git init + one base commit"):
+        _record_base(entry, pin, sdist=sdist.name, sdist_sha256=(pin.sha256 or "").lower())
 
 
 def _is_local(url: str) -> bool:
@@ -197,7 +200,8 @@ def prepare_base(pin: Pin) -> Path:
             build(pin, tmp)
 
         entry = cache.build_entry("base", key, logged_build)
-        tree, marker = _verified_base(entry)
+        with timing.stage("base.verify", "cached tree unchanged (git status)"):
+            tree, marker = _verified_base(entry)
         digest = marker["tree_hash"]
     if pin.tree_hash and pin.tree_hash != digest:
         raise CheckFailed(f"{tree}: tree hash {digest} differs from the pinned {pin.tree_hash}")

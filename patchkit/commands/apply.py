@@ -12,7 +12,6 @@ from patchkit.apply import plan as apply
 from patchkit.apply.lock import remove_if_idle, target_lock
 from patchkit.atomic import write_atomic
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
-from patchkit.series.files import load_entries, load_overlays, load_split_json
 
 TARGETS = ("checkout", "site-packages")
 
@@ -56,6 +55,8 @@ def recover_note(target: apply.Target) -> None:
 
 def series_version(series_dir: Path) -> tuple[str | None, str]:
     """The vllm version the series is pinned to, and where that was read."""
+    from patchkit.series.files import load_split_json
+
     series = load_split_json(series_dir)
     if series is not None and series.base.version:
         return series.base.version, str(series_dir / "split.json")
@@ -111,6 +112,8 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
 
 def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, report: dict,
            strict_index: bool = False) -> None:  # fmt: skip
+    from patchkit.series.files import load_entries, load_overlays  # status does not read a series
+
     entries = load_entries(series_dir)
     overlays = load_overlays(*[d for d in (series_dir, _project_root()) if d is not None])
     identity = apply.series_identity(entries, overlays)
@@ -158,6 +161,8 @@ def _reverse(target: apply.Target, series_dir: Path | None, check: bool, force: 
         report["action"] = "nothing-applied"
         return
     if series_dir is not None:
+        from patchkit.series.files import load_entries, load_overlays
+
         identity = apply.series_identity(load_entries(series_dir), load_overlays(series_dir))
         if [p for p in identity if not p["name"].startswith("overlay:")] != [
             p for p in state["patches"] if not p["name"].startswith("overlay:")

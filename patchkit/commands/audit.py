@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
+from patchkit import timing
 from patchkit.atomic import write_atomic
 from patchkit.audit.engine import AuditOptions, parse_shard, run_audit
 from patchkit.audit.gates.registry import GATES
@@ -29,6 +31,7 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         junit: Path | None, shard: str | None, lang: str, no_cache: bool,
         prepare_env: bool) -> int:  # fmt: skip
     started = time.perf_counter()
+    timing.reset()
     config = load_config(pin_file) if pin_file else project_config()
     chosen = _gates(gates, config)
     shard_spec = parse_shard(shard)
@@ -46,11 +49,15 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         if "tests" in chosen or ("imports" in chosen and (python or config.audit.python))
         else {},
     )
-    with _progress() as tick:
+    with _progress() as tick, timing.stage("audit.gates", f"gates {','.join(chosen)}, jobs {options.jobs}"):
         options.progress = tick
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
+    timing.record("audit.total", time.perf_counter() - started, "all but writing the reports", started)
+    result.stages = [s.to_dict() for s in timing.stages()]
     written = write_reports(result, json_out, html, md, junit, lang)
     _print_summary(result, written, time.perf_counter() - started)
+    if timing.was_cold(timing.stages()):
+        _print_stages(timing.stages())
     return EXIT_OK if all(pa.verdict == "ready" for pa in result.patches) else EXIT_FAILED
 
 
@@ -104,7 +111,8 @@ def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pi
 
     settings = TestSettings(python="", base_root=tree.root, base_hash=pin.tree_hash or "",
                             test_timeout=config.audit.test_timeout,
-                            per_test_timeout=config.audit.per_test_timeout, use_cache=use_cache)  # fmt: skip
+                            per_test_timeout=config.audit.per_test_timeout, use_cache=use_cache,
+                            workers=config.audit.test_workers or test_workers(config.audit.jobs))  # fmt: skip
     chosen = python or config.audit.python
     if chosen is None and (prepare_env or config.audit.prepare_env):
         try:
@@ -117,6 +125,12 @@ def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pi
         raise UserError(f"--python {chosen}: no such interpreter")
     settings.python = resolved
     return settings
+
+
+def test_workers(jobs: int) -> int:
+    """pytest-xdist workers per run: the cores this process may use, shared by the parallel jobs."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, jobs))
 
 
 def write_reports(result: AuditResult, json_out: Path | None, html: Path | None, md: Path | None,
@@ -181,3 +195,21 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
                           markup=False)  # fmt: skip
     console.print(f"verdict: {result.verdict}; reports: {', '.join(map(str, written))}; {seconds:.1f} s",
                   markup=False)  # fmt: skip
+
+
+def _print_stages(records: list[timing.Stage]) -> None:
+    """Where a (partly) cold run spent its time; stages that ran in parallel overlap."""
+    from rich.table import Table
+
+    from patchkit.console import rich_console
+
+    table = Table(title="where the time went (wall seconds; gates run in parallel, so stages overlap)")
+    for column, justify in (("stage", "left"), ("detail", "left"), ("start", "right"), ("seconds", "right")):
+        table.add_column(column, justify=justify)
+    for s in records:
+        if s.name != "tests.materialise":
+            table.add_row(s.name, s.detail, f"{s.start:.1f}", f"{s.seconds:.1f}")
+    for name, count, seconds in timing.totals(records):
+        if count > 1:
+            table.add_row(f"{name} (all)", f"{count} runs", "", f"{seconds:.1f}")
+    rich_console(stderr=True).print(table)

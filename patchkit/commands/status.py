@@ -13,7 +13,6 @@ from patchkit.apply.lock import target_lock
 from patchkit.atomic import write_atomic
 from patchkit.commands.apply import recover_note, resolve_target
 from patchkit.errors import EXIT_FAILED, EXIT_OK
-from patchkit.series.files import load_entries, load_overlays
 
 
 def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,
@@ -66,6 +65,8 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
 
 
 def _compare_series(series_dir: Path, state: dict) -> list[str]:
+    from patchkit.series.files import load_entries, load_overlays  # only with a series to compare
+
     identity = apply.series_identity(load_entries(series_dir), load_overlays(series_dir))
     if identity == state["patches"]:
         output.info(f"the applied series is {series_dir} (same patches, same sha256)")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -43,6 +42,8 @@ class Overlay:
 
 
 def load_overlay(path: Path) -> Overlay:
+    import tomllib  # only a series with overlays pays for the TOML parser
+
     try:
         data = tomllib.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

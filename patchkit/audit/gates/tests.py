@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache as memoised
 from pathlib import Path
 
-from patchkit import cache
+from patchkit import cache, timing
 from patchkit.audit.gates import Gate, GateContext, Overlay, PatchUnderAudit, apply_patch, gate_result
 from patchkit.audit.model import GateResult
 from patchkit.audit.overlaytree import installed_vllm, lay_over
@@ -36,7 +36,8 @@ _PROBE = (
     "    except metadata.PackageNotFoundError: return None\n"
     "print(json.dumps({'python': platform.python_version(), 'implementation': sys.implementation.name,"
     " 'platform': platform.platform(), 'machine': platform.machine(), 'torch': v('torch'),"
-    " 'pytest': v('pytest'), 'pytest_timeout': util.find_spec('pytest_timeout') is not None}))\n"
+    " 'pytest': v('pytest'), 'pytest_timeout': util.find_spec('pytest_timeout') is not None,"
+    " 'xdist': util.find_spec('xdist') is not None}))\n"
 )
 
 
@@ -51,6 +52,7 @@ class TestSettings:
     per_test_timeout: float = 60
     use_cache: bool = True
     env_error: str | None = None  # why no test environment could be prepared
+    workers: int = 1  # pytest-xdist workers per run (1: no xdist)
 
 
 @memoised
@@ -115,7 +117,10 @@ def run_pytest(
             "--continue-on-collection-errors"]  # fmt: skip
     if env_info.get("pytest_timeout"):
         args.append(f"--timeout={settings.per_test_timeout:g}")
+    args += xdist_args(settings.workers, env_info, tests)
     env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    if owns_bytecode(settings.python):
+        del env["PYTHONDONTWRITEBYTECODE"]
     try:
         proc = subprocess.run([*args, *tests], cwd=tree, env=env, capture_output=True, text=True,
                               timeout=settings.test_timeout)  # fmt: skip
@@ -128,6 +133,21 @@ def run_pytest(
     return parse_junit(junit.read_text("utf-8", errors="replace"))
 
 
+def owns_bytecode(python: str) -> bool:
+    """The test venv patchkit built is compiled by its first pytest run, only the modules the tests
+    import (a few thousand of torch's and vLLM's deps' ~17,000 files); an interpreter someone else
+    owns is never written to. The materialised trees are fresh directories, so the base stays clean."""
+    return Path(python).is_relative_to(cache.cache_root() / "testenv")
+
+
+def xdist_args(workers: int, env_info: dict, tests: list[str]) -> list[str]:
+    """Spread a run over ``workers`` processes, a test file per worker at a time (``loadfile`` keeps a
+    module's fixtures in one process); not for a single file, where it would only add start-ups."""
+    if workers <= 1 or not env_info.get("xdist") or (len(tests) == 1 and tests[0].endswith(".py")):
+        return []
+    return ["-n", str(workers), "--dist", "loadfile"]
+
+
 def _digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -138,19 +158,23 @@ def overlay_digest(overlay: Overlay) -> str:
     )
 
 
-def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: dict, work: Path, label: str):
+def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: dict, work: Path, label: str,
+          who: str):  # fmt: skip
     tree = work / label
-    materialise(settings.base_root, overlay, tree)
-    installed = installed_vllm(settings.python)
-    if installed is not None:  # a compiled build: test the patch against it, not the source tree
-        lay_over(installed, overlay, tree)
+    with timing.stage("tests.materialise", f"{who} {label}"):
+        materialise(settings.base_root, overlay, tree)
+        installed = installed_vllm(settings.python)
+        if installed is not None:  # a compiled build: test the patch against it, not the source tree
+            lay_over(installed, overlay, tree)
     present = [t for t in tests if (tree / t).exists()]
     if not present:
         return {}
-    return run_pytest(settings, tree, present, env_info)
+    with timing.stage(f"tests.pytest.{label}", f"{who}: {len(present)} path(s)"):
+        return run_pytest(settings, tree, present, env_info)
 
 
-def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path):
+def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path,
+             who: str = ""):  # fmt: skip
     """The base side, cached under base hash + earlier patches + selection + environment."""
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
     if installed := installed_vllm(settings.python):
@@ -159,7 +183,7 @@ def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: d
                   fingerprint, settings.per_test_timeout)  # fmt: skip
     if settings.use_cache and (hit := cache.get_json("audit-baseline", key)) is not None:
         return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, True
-    outcomes = _side(settings, pre, tests, env_info, work, "base")
+    outcomes = _side(settings, pre, tests, env_info, work, "base", who)
     if isinstance(outcomes, dict) and settings.use_cache:
         cache.put_json("audit-baseline", key, {"outcomes": {t: vars(o) for t, o in outcomes.items()}})
     return outcomes, False
@@ -195,8 +219,8 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         return result(cannot, "gate.tests.no-pytest", {"python": settings.python}, selection=selection)
     work = Path(tempfile.mkdtemp(prefix="patchkit-tests-", dir=_work_root()))
     try:
-        base_side, base_cached = baseline(settings, pre, selection, env_info, work)
-        patch_side = _side(settings, post, selection, env_info, work, "patch")
+        base_side, base_cached = baseline(settings, pre, selection, env_info, work, patch.name)
+        patch_side = _side(settings, post, selection, env_info, work, "patch", patch.name)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if isinstance(patch_side, NoReport) and isinstance(base_side, dict) and not patch_side.timed_out:
