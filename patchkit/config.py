@@ -31,6 +31,7 @@ class SeriesConfig:
 @dataclass
 class AuditConfig:
     gates: list[str] = field(default_factory=lambda: list(KNOWN_GATES))
+    optional: list[str] = field(default_factory=list)  # gates whose could-not-run does not make "incomplete"
     jobs: int = 2
     test_timeout: float = 300
     per_test_timeout: float = 60
@@ -61,6 +62,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
     "series": {"dir": "path", "rules": "path", "replays": "paths"},
     "audit": {
         "gates": "strs",
+        "optional": "strs",
         "jobs": "int",
         "test_timeout": "seconds",
         "per_test_timeout": "seconds",

@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -35,22 +35,23 @@ from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, render_diff
 from patchkit.diff.model import FilePatch
 from patchkit.diff.pairs import diff_sides
-from patchkit.errors import UserError
+from patchkit.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, UserError
 from patchkit.series.files import load_entries, load_split_json
 from patchkit.split.model import Domain
 from patchkit.split.rules import Classifier
 from patchkit.values import Message, Pin
 
 GATE_RESULT_FORMAT = 2  # bump when a cached GateResult's shape changes (2: message keys): every gate expires
-_RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
+_RANK = {"ready": 0, "incomplete": 1, "needs-work": 2, "blocked": 3}
 
 
 # --------------------------------------------------------------------------- pure logic
 
 
-def verdict_reasons(gates: list[GateResult]) -> tuple[Verdict, list[Message]]:
-    """blocked if apply failed; needs-work if another gate failed; else ready. could-not-run gates
-    are listed as reasons but do not block. A reason quotes its gate's message (its summary if none)."""
+def verdict_reasons(gates: list[GateResult], optional: Collection[str] = ()) -> tuple[Verdict, list[Message]]:
+    """blocked if apply failed; needs-work if another gate failed; incomplete if a requested gate could
+    not run (unless the project named it optional: then the reason says it was accepted); else ready.
+    "ready" means every requested gate ran. A reason quotes its gate's message (its summary if none)."""
     reasons: list[Message] = []
     verdict: Verdict = "ready"
 
@@ -62,9 +63,12 @@ def verdict_reasons(gates: list[GateResult]) -> tuple[Verdict, list[Message]]:
             verdict = "blocked" if gate.gate == "apply" else max(verdict, "needs-work", key=_RANK.get)
             reasons.append(Message("reason.failed", quoted(gate)))
     for gate in gates:
-        if gate.status == "could-not-run":
+        if gate.status == "could-not-run" and gate.gate in optional:
+            reasons.append(Message("reason.could-not-run-accepted", quoted(gate)))
+        elif gate.status == "could-not-run":
+            verdict = max(verdict, "incomplete", key=_RANK.get)
             reasons.append(Message("reason.could-not-run", quoted(gate)))
-    if verdict == "ready" and not any(g.status == "could-not-run" for g in gates):
+    if verdict == "ready" and not reasons:
         ran = [g.gate for g in gates if g.status == "passed"]
         reasons.insert(0, Message("reason.all-passed", {"gates": ran}) if ran else Message("reason.none-ran"))
     return verdict, reasons
@@ -72,6 +76,14 @@ def verdict_reasons(gates: list[GateResult]) -> tuple[Verdict, list[Message]]:
 
 def worst(verdicts: list[Verdict]) -> Verdict:
     return max(verdicts, key=_RANK.get, default="ready")
+
+
+def exit_code(result: AuditResult) -> int:
+    """0 when every patch is ready, 1 when a gate failed, 3 when only could-not-run stands in the way."""
+    verdicts = {pa.verdict for pa in result.patches}
+    if verdicts & {"needs-work", "blocked"}:
+        return EXIT_FAILED
+    return EXIT_INCOMPLETE if "incomplete" in verdicts else EXIT_OK
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -205,6 +217,7 @@ def overlay_diffs(base: BaseTree, patch: PatchUnderAudit, state: SeriesState) ->
 @dataclass
 class AuditOptions:
     gates: list[str]
+    optional: list[str] = field(default_factory=list)  # gates whose could-not-run the project accepts
     jobs: int = 2
     use_cache: bool = True
     shard: tuple[int, int] | None = None
@@ -233,7 +246,7 @@ def run_audit(
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         audits = list(pool.map(audit_one, chosen))
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
-           "series_patches": [p.name for p in patches]}  # fmt: skip
+           "series_patches": [p.name for p in patches], "optional_gates": list(options.optional)}  # fmt: skip
     for name in options.gates:
         env.update(REGISTRY[name].environment(options.settings))
     shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
@@ -261,7 +274,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         if "needs" in result.details:
             needs = result.details["needs"]
         results.append(result)
-    verdict, reasons = verdict_reasons(results)
+    verdict, reasons = verdict_reasons(results, options.optional)
     return PatchAudit(
         patch=patch.name,
         domain=patch.domain,

@@ -6,15 +6,16 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit.audit.engine import AuditOptions, parse_shard, run_audit
+from patchkit.audit.engine import AuditOptions, exit_code, parse_shard, run_audit
 from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
 from patchkit.base.tree import BaseTree
 from patchkit.config import ProjectConfig, load_config, project_config
-from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.errors import UserError
 from patchkit.report import render_all
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
@@ -23,13 +24,28 @@ from patchkit.values import Pin
 DEFAULT_REPORTS = Path("reports")
 
 
+@dataclass
+class Outputs:
+    """The files the audit writes; none given means the defaults (reports/audit.json, .html, .md)."""
+
+    json: Path | None = None
+    html: Path | None = None
+    md: Path | None = None
+    junit: Path | None = None
+
+    def resolved(self) -> Outputs:
+        if any((self.json, self.html, self.md, self.junit)):
+            return self
+        return Outputs(DEFAULT_REPORTS / "audit.json", DEFAULT_REPORTS / "audit.html", DEFAULT_REPORTS / "audit.md")
+
+
 def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates: str | None,
-        jobs: int | None, python: str | None, json_out: Path | None, html: Path | None, md: Path | None,
-        junit: Path | None, shard: str | None, lang: str, no_cache: bool,
-        prepare_env: bool) -> int:  # fmt: skip
+        optional_gates: str | None, jobs: int | None, python: str | None, outputs: Outputs,
+        shard: str | None, lang: str, no_cache: bool, prepare_env: bool) -> int:  # fmt: skip
     started = time.perf_counter()
     config = load_config(pin_file) if pin_file else project_config()
     chosen = _gates(gates, config)
+    optional = _optional(optional_gates, config)
     shard_spec = parse_shard(shard)
     series_dir = series_dir or config.series.dir
     if not (series_dir / "series").is_file():
@@ -37,6 +53,7 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
     tree, pin = _base(base, pin_file, config, series_dir)
     options = AuditOptions(
         gates=chosen,
+        optional=optional,
         jobs=jobs or config.audit.jobs,
         use_cache=not no_cache,
         shard=shard_spec,
@@ -47,9 +64,9 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
     with _progress() as tick:
         options.progress = tick
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
-    written = write_reports(result, json_out, html, md, junit, lang)
+    written = write_reports(result, outputs.resolved(), lang)
     _print_summary(result, written, time.perf_counter() - started)
-    return EXIT_OK if all(pa.verdict == "ready" for pa in result.patches) else EXIT_FAILED
+    return exit_code(result)
 
 
 def _gates(text: str | None, config: ProjectConfig) -> list[str]:
@@ -59,6 +76,14 @@ def _gates(text: str | None, config: ProjectConfig) -> list[str]:
         raise UserError(
             f"--gates: unknown gate {unknown[0] if unknown else '(none)'!r} (known: {', '.join(GATES)})"
         )
+    return names
+
+
+def _optional(text: str | None, config: ProjectConfig) -> list[str]:
+    """--optional-gates, else [audit] optional: gates whose could-not-run the project accepts."""
+    names = [g.strip() for g in text.split(",") if g.strip()] if text is not None else list(config.audit.optional)
+    if unknown := [g for g in names if g not in GATES]:
+        raise UserError(f"--optional-gates: unknown gate {unknown[0]!r} (known: {', '.join(GATES)})")
     return names
 
 
@@ -117,25 +142,16 @@ def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pi
     return settings
 
 
-def write_reports(result: AuditResult, json_out: Path | None, html: Path | None, md: Path | None,
-                  junit: Path | None, lang: str) -> list[Path]:  # fmt: skip
-    """JSON always; HTML/Markdown/JUnit as asked."""
-    if not any((json_out, html, md, junit)):
-        json_out, html, md = (
-            DEFAULT_REPORTS / "audit.json",
-            DEFAULT_REPORTS / "audit.html",
-            DEFAULT_REPORTS / "audit.md",
-        )
-    json_out = json_out or DEFAULT_REPORTS / "audit.json"
-    json_out.parent.mkdir(parents=True, exist_ok=True)
-    json_out.write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    written = [json_out]
-    if html or md or junit:
-        for path in (html, md, junit):
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-        render_all(result, html=html, md=md, junit=junit, lang=lang)
-        written += [p for p in (html, md, junit) if p is not None]
+def write_reports(result: AuditResult, outputs: Outputs, lang: str) -> list[Path]:
+    """Exactly the files asked for (``outputs.resolved()`` gives the defaults when none was)."""
+    written = [p for p in (outputs.json, outputs.html, outputs.md, outputs.junit) if p is not None]
+    for path in written:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if outputs.json is not None:
+        text = json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
+        outputs.json.write_text(text, encoding="utf-8")
+    if outputs.html or outputs.md or outputs.junit:
+        render_all(result, html=outputs.html, md=outputs.md, junit=outputs.junit, lang=lang)
     return written
 
 
@@ -177,5 +193,9 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
         for g in pa.gates:
             console.print(f"{pa.patch} {g.gate}: {g.status}{' [cached]' if g.cached else ''} - {g.summary}",
                           markup=False)  # fmt: skip
+    for pa in result.patches:
+        if pa.verdict != "ready" or any(g.status == "could-not-run" for g in pa.gates):
+            for reason in pa.reasons:
+                console.print(f"{pa.patch}: {pa.verdict}: {reason}", markup=False)
     console.print(f"verdict: {result.verdict}; reports: {', '.join(map(str, written))}; {seconds:.1f} s",
                   markup=False)  # fmt: skip

@@ -201,6 +201,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         "baseline_cached": base_cached,
         "counts": {c: len(ids) for c, ids in cmp.rows.items()},
         "causes": dict(cmp.causes),
+        "could_not_run_share": round(cmp.count("could-not-run") / cmp.total, 3) if cmp.total else 0.0,
         "base": dict(cmp.base_counts),
         "patched": dict(cmp.patch_counts),
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in ("passed", "skipped")},
@@ -211,7 +212,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     summary = summary_message(cmp)
     if cmp.count("regressed") or cmp.count("new-failed"):
         return result("failed", summary.key, summary.params, **details)
-    if cmp.ran == 0:
+    if cmp.ran_on_both == 0:  # "ran" = at least one selected test ran on the base and with the patch
         return result(cannot, "gate.tests.nothing-ran", {"summary": summary.to_dict()}, **details)
     return result("passed", summary.key, summary.params, **details)
 
