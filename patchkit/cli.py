@@ -98,7 +98,19 @@ def split(
     """Split a tangled replay into one patch per domain and prove nothing was lost."""
     from patchkit.commands import split as command
 
-    _run(command.run, replays, base, pin, rules, out, explain, json_out, root, overlay_threshold, json_out=json_out)
+    _run(
+        command.run,
+        replays,
+        base,
+        pin,
+        rules,
+        out,
+        explain,
+        json_out,
+        root,
+        overlay_threshold,
+        json_out=json_out,
+    )
 
 
 @app.command()
@@ -116,7 +128,19 @@ def rebase(
     """Carry a series to a new base with a 3-way merge; stop on conflicts like git rebase."""
     from patchkit.commands import rebase as command
 
-    _run(command.run, series_dir, to, to_base, from_, from_base, out, continue_, abort, json_out, json_out=json_out)
+    _run(
+        command.run,
+        series_dir,
+        to,
+        to_base,
+        from_,
+        from_base,
+        out,
+        continue_,
+        abort,
+        json_out,
+        json_out=json_out,
+    )
 
 
 _TARGET = typer.Option(click_type=click.Choice(TARGETS), help="what to patch")
@@ -132,8 +156,12 @@ def apply_(
     site_packages: Annotated[Optional[Path], typer.Option(help="site-packages dir holding vllm")] = None,
     check: Annotated[bool, typer.Option("--check", help="say what would happen, write nothing")] = False,
     reverse: Annotated[bool, typer.Option("--reverse", help="restore the base bytes")] = False,
-    recover: Annotated[bool, typer.Option("--recover", help="roll back an interrupted apply, then stop")] = False,
-    force: Annotated[bool, typer.Option("--force", help="apply over a version mismatch / reverse over drift")] = False,
+    recover: Annotated[
+        bool, typer.Option("--recover", help="roll back an interrupted apply, then stop")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="apply over a version mismatch / reverse over drift")
+    ] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
     lock_timeout: Annotated[float, typer.Option(help="seconds to wait for the target lock")] = 30,
 ) -> None:
@@ -157,7 +185,17 @@ def status(
     """What is applied where, verified by hash; exit 1 on drift."""
     from patchkit.commands import status as command
 
-    _run(command.run, series_dir, target, path, python, site_packages, json_out, lock_timeout, json_out=json_out)
+    _run(
+        command.run,
+        series_dir,
+        target,
+        path,
+        python,
+        site_packages,
+        json_out,
+        lock_timeout,
+        json_out=json_out,
+    )
 
 
 @app.command()
@@ -176,9 +214,15 @@ def audit(
     series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
     pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml whose [target] is the base")] = None,
     base: Annotated[Optional[Path], typer.Option(help="base source tree (git or not)")] = None,
-    gates: Annotated[Optional[str], typer.Option(callback=_gate_list, help="comma list of apply,ruff,dco,tests")] = None,
-    optional_gates: Annotated[Optional[str], typer.Option(
-        callback=_gate_list, help="comma list of gates whose could-not-run is accepted ([audit] optional)")] = None,
+    gates: Annotated[
+        Optional[str], typer.Option(callback=_gate_list, help="comma list of apply,ruff,dco,tests")
+    ] = None,
+    optional_gates: Annotated[
+        Optional[str],
+        typer.Option(
+            callback=_gate_list, help="comma list of gates whose could-not-run is accepted ([audit] optional)"
+        ),
+    ] = None,
     jobs: Annotated[Optional[int], typer.Option(help="patches audited in parallel")] = None,
     python: Annotated[Optional[str], typer.Option(help="interpreter the tests gate runs pytest with")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the audit JSON here")] = None,
@@ -208,8 +252,10 @@ def report(
     html: Annotated[Optional[Path], typer.Option(help="write the HTML report here")] = None,
     md: Annotated[Optional[Path], typer.Option(help="write the Markdown PR comment here")] = None,
     junit: Annotated[Optional[Path], typer.Option(help="write JUnit XML here")] = None,
-    lang: Annotated[Optional[str], typer.Option(click_type=click.Choice(LANGS),
-                                                help="report language (default: from the locale)")] = None,
+    lang: Annotated[
+        Optional[str],
+        typer.Option(click_type=click.Choice(LANGS), help="report language (default: from the locale)"),
+    ] = None,
 ) -> None:
     """Re-render (and merge) audit results as HTML, Markdown and JUnit."""
     from patchkit.commands import report as command

@@ -9,7 +9,9 @@ from patchkit.diff.model import Commit
 from patchkit.values import SCHEMA_VERSION, JsonMixin, Message, Pin
 
 GateStatus = Literal["passed", "failed", "could-not-run", "skipped"]
-Verdict = Literal["ready", "incomplete", "needs-work", "blocked"]  # incomplete: a requested gate could not run
+Verdict = Literal[
+    "ready", "incomplete", "needs-work", "blocked"
+]  # incomplete: a requested gate could not run
 
 
 @dataclass

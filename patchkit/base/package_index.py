@@ -197,6 +197,22 @@ def _find_sdist(name: str, version: str) -> tuple[str, str, str | None]:
     raise UserError(f"no sdist {name}-{version} on {', '.join(map(_redact, searched))}")
 
 
+def _is_wheel_of(filename: str, name: str, version: str) -> bool:
+    parts = filename[: -len(".whl")].split("-") if filename.endswith(".whl") else []
+    return len(parts) >= 5 and normalize_name(parts[0]) == normalize_name(name) and parts[1] == version
+
+
+def project_files(name: str, version: str) -> list[tuple[str, str, str | None]]:
+    """(filename, url, listed sha256) of every sdist and wheel of ``name==version``, from the first
+    index that has any (UserError when an index cannot be reached)."""
+    for index in index_urls():
+        files = _project_files(f"{index}{normalize_name(name)}/") or []
+        found = [f for f in files if _is_sdist_of(f[0], name, version) or _is_wheel_of(f[0], name, version)]
+        if found:
+            return found
+    return []
+
+
 # --------------------------------------------------------------------------- download
 
 
@@ -234,6 +250,11 @@ def _download(url: str, dest: Path, expected: str) -> None:
     if digest.hexdigest() != expected:
         dest.unlink()
         raise CheckFailed(f"{dest.name}: sha256 mismatch: expected {expected}, got {digest.hexdigest()}")
+
+
+def download(url: str, dest: Path, sha256: str) -> None:
+    """Download ``url`` to ``dest``, keeping it only when its sha256 is ``sha256``."""
+    _download(url, dest, sha256.lower())
 
 
 def download_sdist(name: str, version: str, sha256: str) -> Path:

@@ -36,7 +36,9 @@ class Outputs:
     def resolved(self) -> Outputs:
         if any((self.json, self.html, self.md, self.junit)):
             return self
-        return Outputs(DEFAULT_REPORTS / "audit.json", DEFAULT_REPORTS / "audit.html", DEFAULT_REPORTS / "audit.md")
+        return Outputs(
+            DEFAULT_REPORTS / "audit.json", DEFAULT_REPORTS / "audit.html", DEFAULT_REPORTS / "audit.md"
+        )
 
 
 def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates: str | None,
@@ -81,7 +83,9 @@ def _gates(text: str | None, config: ProjectConfig) -> list[str]:
 
 def _optional(text: str | None, config: ProjectConfig) -> list[str]:
     """--optional-gates, else [audit] optional: gates whose could-not-run the project accepts."""
-    names = [g.strip() for g in text.split(",") if g.strip()] if text is not None else list(config.audit.optional)
+    names = (
+        [g.strip() for g in text.split(",") if g.strip()] if text is not None else list(config.audit.optional)
+    )
     if unknown := [g for g in names if g not in GATES]:
         raise UserError(f"--optional-gates: unknown gate {unknown[0]!r} (known: {', '.join(GATES)})")
     return names

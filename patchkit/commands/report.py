@@ -12,6 +12,7 @@ from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
 from patchkit.report.terminal import print_summary
 
+
 def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | None, lang: str | None) -> int:
     lang = lang or default_lang()
     if lang not in LANGS:

@@ -54,7 +54,14 @@ def _render(
     out = [
         f"## {t('ui.title', lang)} — {_verdict(result.verdict, lang)}",
         "",
-        t("ui.counts", lang, ready=counts["ready"], incomplete=counts["incomplete"], needs=counts["needs-work"], blocked=counts["blocked"]),
+        t(
+            "ui.counts",
+            lang,
+            ready=counts["ready"],
+            incomplete=counts["incomplete"],
+            needs=counts["needs-work"],
+            blocked=counts["blocked"],
+        ),
         "",
         f"{t('ui.base', lang)}{colon}`{_cell(pin)}`"
         + (f" · {t('ui.created', lang)}{colon}{_cell(result.created)}" if result.created else ""),
