@@ -41,7 +41,7 @@ from patchkit.split.model import Domain
 from patchkit.split.rules import Classifier
 from patchkit.values import Message, Pin
 
-GATE_RESULT_FORMAT = 2  # bump when a cached GateResult's shape changes (2: message keys): every gate expires
+GATE_RESULT_FORMAT = 3  # bump when a cached GateResult's shape or meaning changes (3: ran = on both sides)
 _RANK = {"ready": 0, "incomplete": 1, "needs-work": 2, "blocked": 3}
 
 
