@@ -181,6 +181,9 @@ class _progress:
 def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from patchkit.report.terminal import STYLE
 
     console = Console(highlight=False, soft_wrap=True)
     gates = [g.gate for g in result.patches[0].gates] if result.patches else []
@@ -190,8 +193,8 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
     for column in ("patch", "verdict", *gates):
         table.add_column(column)
     for pa in result.patches:
-        cells = [f"{g.status}{' (cached)' if g.cached else ''}" for g in pa.gates]
-        table.add_row(pa.patch, pa.verdict, *cells)
+        cells = [Text(g.status + (" (cached)" if g.cached else ""), style=STYLE[g.status]) for g in pa.gates]
+        table.add_row(Text(pa.patch), Text(pa.verdict, style=STYLE[pa.verdict]), *cells)
     console.print(table)
     for pa in result.patches:
         for g in pa.gates:
