@@ -90,6 +90,12 @@ def project_config(start: Path | None = None) -> ProjectConfig:
     return ProjectConfig(root=root, file=None, target=None, series=SeriesConfig(root / "patches"))
 
 
+def owns_series(config: ProjectConfig, series_dir: Path) -> bool:
+    """Whether ``series_dir`` is the project's own series ([series].dir): only then do the project's
+    pin and overlays apply to it; any other series carries its own (split.json, its dir)."""
+    return config.file is not None and series_dir.resolve() == config.series.dir.resolve()
+
+
 def load_pin(path: Path) -> Pin:
     """The ``[target]`` pin of a toml file (a patchkit.toml or a pin file of the same form)."""
     target = load_config(path).target

@@ -14,7 +14,7 @@ from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
 from patchkit.base.tree import BaseTree
-from patchkit.config import ProjectConfig, load_config, project_config
+from patchkit.config import ProjectConfig, load_config, owns_series, project_config
 from patchkit.errors import UserError
 from patchkit.report import render_all
 from patchkit.report.words import fill_words
@@ -102,12 +102,12 @@ def _base(
     if base is not None:
         tree = BaseTree(base)
         return tree, Pin(source="path", path=str(tree.root), tree_hash=tree_hash(tree.root))
-    own_series = config.file is not None and series_dir.resolve() == config.series.dir.resolve()
-    pin = config.target if own_series or pin_file else (_series_pin(series_dir) or config.target)
+    own_series = owns_series(config, series_dir)
+    pin = config.target if own_series or pin_file else _series_pin(series_dir)
     if pin is None:
         raise UserError(
-            "no base: pass --base DIR or --pin patchkit.toml (no patchkit.toml from here up, "
-            "and the series' split.json names no usable base)"
+            "no base: pass --base DIR or --pin patchkit.toml (the series is not this project's own "
+            "[series].dir, and its split.json names no usable base)"
         )
     return BaseTree(prepare_base(pin)), pin
 
