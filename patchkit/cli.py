@@ -210,6 +210,25 @@ def checkout(
 
 
 @app.command()
+def pin(
+    spec: Annotated[
+        Optional[str], typer.Argument(help="NAME==VERSION on the package index, e.g. vllm==0.33.0")
+    ] = None,
+    git: Annotated[
+        Optional[tuple[str, str]], typer.Option(help="URL REV: a git repository and commit (or tag)")
+    ] = None,
+    path: Annotated[Optional[Path], typer.Option(help="a source tree to pin")] = None,
+    config: Annotated[
+        Optional[Path], typer.Option(help="the toml to edit (default: the project's patchkit.toml)")
+    ] = None,
+) -> None:
+    """Write or update [target] in patchkit.toml, with the sha256 the package index lists."""
+    from patchkit.commands import pin as command
+
+    _run(command.run, spec, list(git) if git else None, path, config)
+
+
+@app.command()
 def audit(
     series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
     pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml whose [target] is the base")] = None,

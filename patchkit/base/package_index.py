@@ -252,6 +252,24 @@ def _download(url: str, dest: Path, expected: str) -> None:
         raise CheckFailed(f"{dest.name}: sha256 mismatch: expected {expected}, got {digest.hexdigest()}")
 
 
+def sdist_sha256(name: str, version: str) -> tuple[str, str]:
+    """(filename, sha256) of the sdist ``name-version`` as the index lists it (PEP 691 / 503 hash);
+    an index that lists no hash has the file downloaded and hashed, as ``pip hash`` does."""
+    filename, url, listed = _find_sdist(name, version)
+    if listed:
+        return filename, listed.lower()
+    digest = hashlib.sha256()
+    try:
+        with _urlopen(url, {}, timeout=120) as response:
+            for chunk in _chunks(
+                response, int(response.headers.get("Content-Length") or 0) or None, filename
+            ):
+                digest.update(chunk)
+    except (urllib.error.URLError, OSError) as exc:
+        raise UserError(f"{_redact(url)}: download failed ({exc})") from None
+    return filename, digest.hexdigest()
+
+
 def download(url: str, dest: Path, sha256: str) -> None:
     """Download ``url`` to ``dest``, keeping it only when its sha256 is ``sha256``."""
     _download(url, dest, sha256.lower())
