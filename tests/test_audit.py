@@ -182,3 +182,24 @@ def test_audit_outside_a_project_uses_the_series_split_json_base(tmp_path, monke
     (out / "split.json").unlink()
     audit = runner.invoke(app, ["audit", str(out), "--gates", "apply", "--json", "b.json"])
     assert audit.exit_code == 2 and "no base" in audit.output
+
+
+def test_cli_a_requested_gate_that_could_not_run_is_incomplete_exit_3(tmp_path, monkeypatch):
+    from patchkit.audit.ruff_binary import RuffTool
+    from patchkit.values import Message
+
+    why = Message("ruff.why.none", {"reason": Message("ruff.why.no-pin", {"config": "x"}).to_dict()})
+    monkeypatch.setattr("patchkit.audit.gates.ruff.tool_for", lambda trees: RuffTool(None, "", "none", why))
+    base, series = _cli_series(tmp_path)
+    out = tmp_path / "a.json"
+    args = ["audit", str(series), "--base", str(base), "--gates", "apply,ruff", "--json", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 3, result.output
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "incomplete"
+    assert "ruff could not run here: no ruff could run" in data["patches"][0]["reasons"][0]
+    accepted = CliRunner().invoke(app, [*args, "--optional-gates", "ruff", "--no-cache"])
+    assert accepted.exit_code == 0, accepted.output
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "ready" and data["environment"]["optional_gates"] == ["ruff"]
+    assert "accepted: the project marks ruff optional" in data["patches"][0]["reasons"][0]

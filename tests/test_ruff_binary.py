@@ -71,3 +71,10 @@ def test_a_wheel_whose_hash_does_not_match_is_refused_and_the_fallback_says_why(
     why = message_text(tool.why)
     assert "the pinned ruff 9.9.9 could not be installed" in why and "sha256 mismatch" in why
     assert not list((tmp_path / "cache").glob("tools/ruff-*"))  # nothing unchecked is kept
+
+
+def test_no_index_means_no_install_and_the_reason_says_so(index, monkeypatch):
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    tool = ruff_binary.choose(PRE_COMMIT)
+    assert tool.version != "9.9.9"
+    assert "the package index is off (PIP_NO_INDEX / pip's no-index)" in message_text(tool.why)

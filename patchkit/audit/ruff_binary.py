@@ -107,7 +107,8 @@ def install_pinned(version: str) -> Path:
         if filename.endswith(".whl") and (rank := _wheel_rank(filename)) is not None:
             candidates.append((rank, filename, url, listed))
     if not candidates:
-        raise UserError(f"no ruff {version} wheel for this platform on the package index")
+        indexes = ", ".join(package_index.index_urls())
+        raise UserError(f"no ruff {version} wheel for this platform on {indexes}")
     _, filename, url, listed = min(candidates)
     if not listed:
         raise UserError(f"{filename}: the index lists no sha256, so it cannot be checked")

@@ -84,7 +84,11 @@ def index_urls() -> list[str]:
     """The primary index followed by pip's extra indexes (env or config), without duplicates.
 
     Safe to search them all: the pin's sha256 decides what is accepted, not the index.
+    UserError when pip is told to use no index (PIP_NO_INDEX or ``no-index`` in pip.conf).
     """
+    no_index = os.environ.get("PIP_NO_INDEX") or _pip_config().get("no-index", "")
+    if no_index.strip().lower() in ("1", "true", "yes", "on"):
+        raise UserError("the package index is off (PIP_NO_INDEX / pip's no-index)")
     extra = os.environ.get("PIP_EXTRA_INDEX_URL") or _pip_config().get("extra-index-url", "")
     urls = [index_url(), *extra.split()]
     return list(dict.fromkeys(u.rstrip("/") + "/" for u in urls))
