@@ -126,3 +126,39 @@ def test_a_module_that_cannot_be_collected_does_not_hide_the_others(tmp_path, ca
     assert result.details["could_not_run_share"] == 0.5
     assert result.details["counts"] == {"new-passed": 1, "could-not-run": 1}
     assert result.details["causes"] == {"unsupported-platform": 1}
+
+
+def test_progress_reports_gates_with_n_of_m_and_live_pytest_counts_per_side(tmp_path, cache):
+    diff = file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env"))
+    base, pin, series = build(tmp_path, {"0001-calc.patch": patch_text(diff, trailers=SIGN)})
+    settings = TestSettings(
+        python=sys.executable, base_root=base.root, base_hash=pin.tree_hash, test_timeout=120
+    )
+    events = []
+    options = AuditOptions(gates=["apply", "tests"], settings={"tests": settings}, progress=events.append)
+    result = fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
+    assert gate(result, 0).summary == "2 passed on both; 0 regressed"
+    kinds = [(e.kind, e.gate, e.number, e.total) for e in events if e.kind != "tests"]
+    gates = [(kind, name, 1, 1) for name in ("apply", "tests") for kind in ("gate-start", "gate-done")]
+    assert kinds == [*gates, ("patch-done", "", 1, 1)]
+    live = [(e.side, e.done, e.selected) for e in events if e.kind == "tests"]
+    assert live and {side for side, _, _ in live} == {"base", "patched"}  # pytest's own "[ 2/2]"
+    assert all(selected == 2 for _, _, selected in live) and ("patched", 2, 2) in live
+
+
+def test_plain_progress_lines_for_logs(tmp_path):
+    import io
+
+    from patchkit.audit.model import ProgressEvent
+    from patchkit.commands.progress import AuditProgress
+
+    stream = io.StringIO()
+    with AuditProgress(stream) as tell:
+        tell(ProgressEvent("gate-start", "0002-x.patch", 2, 4, gate="tests"))
+        tell(ProgressEvent("tests", "0002-x.patch", 2, 4, gate="tests", side="base", done=12, selected=296))
+        tell(ProgressEvent("gate-done", "0002-x.patch", 2, 4, gate="tests", status="passed", seconds=61.25))
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("patchkit: [00:0") and lines[0].endswith(
+        "[2/4] 0002-x.patch tests on base: 12/296 tests"
+    )
+    assert lines[1].endswith("[2/4] 0002-x.patch tests: passed (61.2 s)")

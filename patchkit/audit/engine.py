@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import sys
+import time
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ from patchkit.audit.gates import (
 )
 from patchkit.audit.gates.apply import series_states
 from patchkit.audit.gates.registry import GATES, REGISTRY
-from patchkit.audit.model import AuditResult, GateResult, PatchAudit, Verdict
+from patchkit.audit.model import AuditResult, GateResult, PatchAudit, ProgressEvent, Verdict
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, render_diff
 from patchkit.diff.model import FilePatch
@@ -222,7 +223,7 @@ class AuditOptions:
     use_cache: bool = True
     shard: tuple[int, int] | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # per gate, e.g. {"tests": TestSettings}
-    progress: Callable[[str], None] | None = None
+    progress: Callable[[ProgressEvent], None] | None = None
     extra_environment: dict = field(default_factory=dict)
 
 
@@ -237,10 +238,15 @@ def run_audit(
     base_hash = pin.tree_hash or ""
     chosen = [p for p in patches if in_shard(p.index, options.shard)]
 
+    numbers = {p.name: n for n, p in enumerate(chosen, 1)}
+
     def audit_one(patch: PatchUnderAudit) -> PatchAudit:
-        pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options)
-        if options.progress:
-            options.progress(patch.name)
+        def tell(kind: str, **data: Any) -> None:
+            if options.progress:
+                options.progress(ProgressEvent(kind, patch.name, numbers[patch.name], len(chosen), **data))
+
+        pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options, tell)
+        tell("patch-done", status=pa.verdict)
         return pa
 
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
@@ -254,14 +260,16 @@ def run_audit(
 
 
 def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState, base: BaseTree,
-                 base_hash: str, options: AuditOptions) -> PatchAudit:  # fmt: skip
+                 base_hash: str, options: AuditOptions, tell: Callable[..., None]) -> PatchAudit:  # fmt: skip
     trees = Trees(base, state.pre, state.post)
     results: list[GateResult] = []
     needs: list[str] = patch.declared_needs or []
     applied = state.post is not None
     for gate in [REGISTRY[name] for name in GATES if name in options.gates]:
-        ctx = GateContext(patch, earlier, state, trees, needs, options.settings)
+        ctx = GateContext(patch, earlier, state, trees, needs, options.settings, progress=tell)
         key = gate_key(gate.name, patch, earlier, base_hash, gate.cache_config(ctx))
+        started = time.perf_counter()
+        tell("gate-start", gate=gate.name)
         cached = cache.get_json("audit-gate", key) if options.use_cache else None
         if cached is not None:
             result = replace(GateResult.from_dict(cached), cached=True)
@@ -274,6 +282,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         if "needs" in result.details:
             needs = result.details["needs"]
         results.append(result)
+        tell("gate-done", gate=gate.name, status=result.status, seconds=time.perf_counter() - started)
     verdict, reasons = verdict_reasons(results, options.optional)
     return PatchAudit(
         patch=patch.name,

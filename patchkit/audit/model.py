@@ -15,6 +15,24 @@ Verdict = Literal[
 
 
 @dataclass
+class ProgressEvent:
+    """What the audit is doing now, for a progress display (never recorded).
+
+    kind: gate-start | gate-done | patch-done | tests (live pytest counts of one side)."""
+
+    kind: str
+    patch: str
+    number: int  # 1-based among the patches this audit (shard) covers
+    total: int
+    gate: str = ""
+    status: str = ""  # gate-done: the gate's status
+    seconds: float = 0.0  # gate-done: how long the gate took
+    side: str = ""  # tests: base | patched
+    done: int = 0  # tests: tests finished so far
+    selected: int = 0  # tests: tests pytest collected for this side
+
+
+@dataclass
 class GateResult(JsonMixin):
     gate: str
     status: GateStatus

@@ -14,6 +14,7 @@ from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
 from patchkit.base.tree import BaseTree
+from patchkit.commands.progress import AuditProgress
 from patchkit.config import ProjectConfig, load_config, owns_series, project_config
 from patchkit.errors import UserError
 from patchkit.report import render_all
@@ -63,8 +64,8 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         if "tests" in chosen
         else {},
     )
-    with _progress() as tick:
-        options.progress = tick
+    with AuditProgress() as tell:
+        options.progress = tell
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
     written = write_reports(result, outputs.resolved(), lang)
     _print_summary(result, written, time.perf_counter() - started)
@@ -157,25 +158,6 @@ def write_reports(result: AuditResult, outputs: Outputs, lang: str) -> list[Path
     if outputs.html or outputs.md or outputs.junit:
         render_all(result, html=outputs.html, md=outputs.md, junit=outputs.junit, lang=lang)
     return written
-
-
-class _progress:
-    """A rich progress line on stderr when it is a terminal; plain log lines otherwise (CI)."""
-
-    def __enter__(self):
-        if not sys.stderr.isatty():
-            self._bar = None
-            return lambda name: print(f"patchkit: audited {name}", file=sys.stderr, flush=True)
-        from rich.progress import Progress
-
-        self._bar = Progress(transient=True, console=None)
-        self._bar.start()
-        self._task = self._bar.add_task("auditing patches", total=None)
-        return lambda name: self._bar.update(self._task, advance=1, description=f"audited {name}")
-
-    def __exit__(self, *exc) -> None:
-        if getattr(self, "_bar", None) is not None:
-            self._bar.stop()
 
 
 def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> None:
