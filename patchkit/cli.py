@@ -283,7 +283,38 @@ def report(
 
 
 def main() -> None:
-    app()
+    """Run the CLI; a usage error (a bad choice, a missing argument) is written to ``--json F`` too."""
+    try:
+        code = app(standalone_mode=False)
+    except click.UsageError as exc:
+        exc.show()
+        if (json_out := _json_option(sys.argv[1:])) is not None:
+            _write_error(json_out, _UsageLine(exc))
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        print("Aborted!", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _json_option(args: list[str]) -> Path | None:
+    for index, arg in enumerate(args):
+        if arg == "--json" and index + 1 < len(args):
+            return Path(args[index + 1])
+        if arg.startswith("--json="):
+            return Path(arg.split("=", 1)[1])
+    return None
+
+
+class _UsageLine:
+    """A click usage error shaped like a UserError for ``_write_error``."""
+
+    def __init__(self, exc: click.UsageError) -> None:
+        self.exit_code = exc.exit_code
+        self.text = exc.format_message()
+
+    def line(self) -> str:
+        return self.text
 
 
 if __name__ == "__main__":

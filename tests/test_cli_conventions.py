@@ -130,3 +130,23 @@ def test_no_color_and_non_tty_output_has_no_colour(tmp_path):
     colour_off = {**env, "FORCE_COLOR": "1", "TERM": "xterm-256color", "NO_COLOR": "1"}
     no_color = subprocess.run(args, env=colour_off, capture_output=True, text=True, timeout=120)
     assert no_color.returncode == 0 and not _color_codes(no_color.stdout + no_color.stderr)
+
+
+def test_json_is_written_on_a_usage_error_too(tmp_path):
+    out = tmp_path / "audit.json"
+    args = [sys.executable, "-m", "patchkit", "audit", "--lang", "fr", "--json", str(out)]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "Invalid value for '--lang'" in result.stderr
+    record = json.loads(out.read_text())
+    assert (
+        record["ok"] is False
+        and record["exit_code"] == 2
+        and "'fr' is not one of 'en', 'zh'" in record["error"]
+    )
+    ok = subprocess.run(
+        [sys.executable, "-m", "patchkit", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert ok.returncode == 0 and ok.stdout.startswith("patchkit ")
+    bad = subprocess.run([sys.executable, "-m", "patchkit", "checkout", "--pin", str(tmp_path / "none.toml")],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.startswith("patchkit: error: ")
