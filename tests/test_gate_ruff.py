@@ -165,3 +165,18 @@ def test_first_party_findings_are_exactly_ruffs_on_the_full_patched_tree(tmp_pat
     args = [exe, "check", "--output-format", "json", "--no-cache", "--exit-zero", "tests/test_img.py"]
     proc = subprocess.run(args, cwd=partial, capture_output=True, text=True, check=True)
     assert [f["code"] for f in json.loads(proc.stdout)] == ["I001"]
+
+
+def test_the_html_shows_the_whitespace_check_apart_from_ruff(tmp_path, monkeypatch):
+    from patchkit.audit.model import AuditResult, PatchAudit
+    from patchkit.report.html import render_html
+    from patchkit.report.words import fill_words
+    from patchkit.values import Pin
+
+    monkeypatch.setattr("patchkit.audit.gates.ruff.tool_for", lambda trees: NO_RUFF)
+    gate = _gate(tmp_path, "a = 1\n", "a = 1\nb = 2  \n", path="vllm/data.txt")
+    patch = PatchAudit("0001-x.patch", "x", {"en": "x"}, [gate], "needs-work", [])
+    result = fill_words(AuditResult("s", Pin(), [patch], "needs-work"))
+    html = render_html(result, "en")
+    section = html.split("patchkit&#39;s own whitespace check (not ruff)</h4>", 1)[1].split("</table>", 1)[0]
+    assert "trailing-whitespace" in section and "vllm/data.txt:2" in section
