@@ -73,3 +73,12 @@ def tree_hash() -> Callable[[Path], str]:
         )
 
     return hash_of
+
+
+@pytest.fixture(scope="session")
+def pinned_base() -> Path:
+    """The prepared tree of the pinned vLLM sdist (patchkit.toml's target): downloaded once, cached."""
+    from patchkit.base.pin import prepare_base
+    from patchkit.config import load_pin
+
+    return prepare_base(load_pin(Path(__file__).resolve().parents[1] / "patchkit.toml"))

@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit", "patchkit.__main__"),  # patchkit/__init__.py: the version
     ("patchkit.errors", "patchkit.values", "patchkit.git", "patchkit.cache", "patchkit.console"),
     ("patchkit.diff",),
-    ("patchkit.base",),
+    ("patchkit.base", "patchkit.upstream"),
     ("patchkit.series",),
     ("patchkit.split",),
     ("patchkit.apply",),

@@ -97,3 +97,70 @@ def test_hostile_input_renders_inert(browser, tmp_path):
     assert browser.execute_script("return document.querySelectorAll('script').length") == 1  # ours
     assert browser.execute_script("return document.querySelectorAll('[onerror]').length") == 0
     assert "<script>document.title" in browser.find_element("id", "p1").text  # shown as text
+
+
+def lead_report(tmp_path: Path, lang: str) -> tuple[Path, AuditResult]:
+    """A record built by the real guide from two hand-written patches (the second needs the first)."""
+    from patchkit.audit.guide import series_lead
+    from patchkit.report.words import fill_words
+    from tests.test_guide_lead import FORCED, audit
+
+    base = AuditResult.from_dict(json.loads((FIXTURES / "audit_small.json").read_text("utf-8"))).base
+    first = audit(
+        {"vllm/mod.py": FORCED}, name="0001-core.patch", reviewers=["@alice"], labels=["v1", "core"]
+    )
+    bigger = ("x = 1\n", "x = 2\ny = 3\nz = 4\nw = 5\nv = 6\n")
+    second = audit({"vllm/b.py": bigger}, name="0002-b.patch", depends_on=["0001-core.patch"])
+    second.verdict = "needs-work"
+    result = AuditResult("series", base, [first, second], "needs-work")
+    result.guide = {"lead": series_lead([first, second])}
+    fill_words(result)
+    page = tmp_path / f"lead.{lang}.html"
+    page.write_text(render_html(result, lang), encoding="utf-8")
+    return page, result
+
+
+@pytest.mark.parametrize(("lang", "width"), [("en", 1280), ("zh", 390)])
+def test_lead_paragraphs_series_graph_and_label_grid(browser, tmp_path, lang, width):
+    page, result = lead_report(tmp_path, lang)
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600},
+    )
+    browser.get(page.as_uri())
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    series = browser.find_element("id", "series").text
+    assert result.guide["lead"][lang][:12] in series
+    leads = browser.find_elements("css selector", "article.patch p.lead")
+    assert len(leads) == 2 and ("@alice" in leads[0].text)
+    nodes = browser.find_elements("css selector", "svg.series-graph g.node")
+    assert len(nodes) == 2
+    assert (
+        browser.execute_script("return document.querySelectorAll('svg.series-graph path.edge').length") == 1
+    )
+    assert browser.execute_script("return document.querySelector('svg.series-graph g.v-needs-work') !== null")
+    radii = browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg.series-graph circle'), c => +c.getAttribute('r'))"
+    )
+    assert radii[0] != radii[1]  # size by changed lines
+    hrefs = browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg a')).map(a => a.getAttribute('href'))"
+    )
+    assert hrefs and all(
+        browser.execute_script("return !!document.getElementById(arguments[0])", h[1:]) for h in hrefs
+    )
+    cells = browser.execute_script("return document.querySelectorAll('svg.label-grid rect.cell.on').length")
+    assert cells == 3  # v1 and core on the first patch, its domain on the second
+    box = browser.execute_script(
+        "return document.querySelector('svg.series-graph').getBoundingClientRect().width"
+    )
+    assert 0 < box <= width
+    assert browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth") <= 0
+    external = 'return document.querySelectorAll(\'[src^="http"], [href^="http"], script[src]\').length'
+    assert browser.execute_script(external) == 0
+    shots = Path(tempfile.mkdtemp(prefix="patchkit-shots-"))
+    browser.save_screenshot(str(shots / f"lead.{lang}.{width}.png"))
+    print(f"screenshot: {shots / f'lead.{lang}.{width}.png'}")
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    shown = "return getComputedStyle(document.querySelector('svg.series-graph')).display"
+    assert browser.execute_script(shown) != "none"

@@ -20,6 +20,7 @@ from typing import Any
 
 from patchkit import cache
 from patchkit.audit import guide
+from patchkit.audit.focus import focused_tests, patch_labels, patch_reviewers
 from patchkit.audit.gates import (
     NOT_APPLIED,
     GateContext,
@@ -40,6 +41,7 @@ from patchkit.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, UserError
 from patchkit.series.files import load_entries, load_split_json
 from patchkit.split.model import Domain
 from patchkit.split.rules import Classifier
+from patchkit.upstream.meta import UpstreamMeta, read_upstream
 from patchkit.values import Message, Pin
 
 GATE_RESULT_FORMAT = 3  # bump when a cached GateResult's shape or meaning changes (3: ran = on both sides)
@@ -237,6 +239,9 @@ def run_audit(
             patch.overlay_files = overlay_diffs(base, patch, states[patch.index])
     base_hash = pin.tree_hash or ""
     chosen = [p for p in patches if in_shard(p.index, options.shard)]
+    meta = read_upstream(base.root)
+    for patch in chosen:
+        patch.focused = focused_tests(sorted(patch.touched), meta.steps, _tests_under(base, patch), base.read)
 
     numbers = {p.name: n for n, p in enumerate(chosen, 1)}
 
@@ -251,12 +256,42 @@ def run_audit(
 
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         audits = list(pool.map(audit_one, chosen))
+    for audit, patch in zip(audits, chosen):
+        _upstream_view(audit, patch, meta)
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
-           "series_patches": [p.name for p in patches], "optional_gates": list(options.optional)}  # fmt: skip
+           "series_patches": [p.name for p in patches], "upstream_missing": meta.missing,
+           "optional_gates": list(options.optional)}  # fmt: skip
     for name in options.gates:
         env.update(REGISTRY[name].environment(options.settings))
     shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
-    return AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
+    result = AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
+    result.guide = {"lead": guide.series_lead(audits)} if audits else {}
+    return result
+
+
+def _tests_under(base: BaseTree, patch: PatchUnderAudit) -> Callable[[str], list[str]]:
+    """Test files below a CI step's target in the base, and those the patch adds there."""
+    added = sorted(fp.new_path for fp in patch.changed_files if fp.new_path and not fp.old_path)
+
+    def listing(target: str) -> list[str]:
+        try:
+            root = base.resolve(target.rstrip("/"))
+        except UserError:
+            return []
+        found = [target] if root.is_file() else []
+        if root.is_dir():
+            found = sorted(p.relative_to(base.root).as_posix() for p in root.rglob("test_*.py"))
+        prefix = target.rstrip("/") + "/"
+        return found + [p for p in added if p.startswith(prefix) and p not in found]
+
+    return listing
+
+
+def _upstream_view(audit: PatchAudit, patch: PatchUnderAudit, meta: UpstreamMeta) -> None:
+    paths = sorted(patch.touched)
+    audit.labels = patch_labels(paths, meta.labels)
+    audit.reviewers = patch_reviewers(paths, meta.owners)
+    audit.focused_tests = list(patch.focused)
 
 
 def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState, base: BaseTree,
@@ -284,7 +319,7 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         results.append(result)
         tell("gate-done", gate=gate.name, status=result.status, seconds=time.perf_counter() - started)
     verdict, reasons = verdict_reasons(results, options.optional)
-    return PatchAudit(
+    audit = PatchAudit(
         patch=patch.name,
         domain=patch.domain,
         title=patch.title,
@@ -298,6 +333,8 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         diff=render_diff(patch.changed_files),
         guide=_guide(patch, earlier, trees, base_hash, options.use_cache),
     )
+    audit.guide = guide.finish(audit)  # the gates' findings (ruff F821, imports) and the lead paragraph
+    return audit
 
 
 def _guide(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], trees: Trees, base_hash: str,

@@ -56,6 +56,27 @@ class Finding(JsonMixin):
 
 
 @dataclass
+class CiStepRef(JsonMixin):
+    """The upstream CI step a focused test comes from (``.buildkite/...``)."""
+
+    label: str
+    key: str
+    file: str
+    device: str
+
+
+@dataclass
+class FocusedTest(JsonMixin):
+    """A test file the patch should run, and why: the CI steps whose source dependencies cover the
+    patch's files and that run it, narrowed to tests that exercise the changed modules."""
+
+    path: str
+    why: str  # "changed" | "mirrors <source>" | "named <source>" | "imports <source>"
+    steps: list[CiStepRef] = field(default_factory=list)
+    accelerator: str | None = None  # every step that runs it needs this device (none runs on a CPU)
+
+
+@dataclass
 class PatchAudit(JsonMixin):
     patch: str  # file name
     domain: str
@@ -69,6 +90,9 @@ class PatchAudit(JsonMixin):
     diff: str = ""
     guide: dict[str, Any] = field(default_factory=dict)  # findings, priority, order, follow_ups
     reason_messages: list[Message] = field(default_factory=list)  # ``reasons`` for the catalogues, same order
+    labels: list[str] = field(default_factory=list)  # vLLM's mergify labels its files earn
+    reviewers: list[str] = field(default_factory=list)  # CODEOWNERS of its files, most files first
+    focused_tests: list[FocusedTest] = field(default_factory=list)  # from upstream CI steps
 
 
 @dataclass
@@ -81,3 +105,4 @@ class AuditResult(JsonMixin):
     shard: str | None = None  # "I/N"
     created: str = ""
     schema: int = SCHEMA_VERSION
+    guide: dict[str, Any] = field(default_factory=dict)  # the series' lead paragraph

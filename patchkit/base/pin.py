@@ -50,7 +50,9 @@ __all__ = [
 
 SOURCES = ("index", "git", "path")
 # What a git base keeps when the repository cannot archive its whole tree (missing large blobs).
-GIT_FALLBACK_PATHS = ("vllm", "tests", "pyproject.toml", "setup.py", "requirements", "csrc")
+# .github and .buildkite carry vLLM's labels, reviewers and CI steps (patchkit/upstream/).
+GIT_FALLBACK_PATHS = ("vllm", "tests", "pyproject.toml", "setup.py", "requirements", "csrc",
+                      ".github", ".buildkite")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- pin

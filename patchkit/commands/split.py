@@ -14,6 +14,7 @@ from patchkit.split.depends import compute_dependencies
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
+from patchkit.upstream.meta import MERGIFY, read_upstream
 from patchkit.values import Pin
 
 
@@ -43,7 +44,15 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     tree, pin = resolve_base(base, pin_file)
     domains = load_rules(rules)
     prefix = _normalise_root(root) if root is not None else detect_prefix(replay, tree)
-    result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold, background_checks=True)
+    meta = read_upstream(tree.root)
+    if meta.missing:
+        output.info(
+            f"the base has no {', '.join(meta.missing)}: domains come from the rules only"
+            if MERGIFY in meta.missing
+            else f"the base has no {', '.join(meta.missing)}"
+        )
+    result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold, background_checks=True,
+                          labels=meta.labels)  # fmt: skip
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
         write_series(out, result.series, result.texts, result.overlays, record=False)  # written below

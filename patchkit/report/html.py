@@ -15,12 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from patchkit.audit.guide import PRE_IMAGE_KINDS
 from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.diff.parse import parse_diff
 from patchkit.errors import UserError
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
+from patchkit.report.pictures import label_grid, series_graph
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
@@ -62,8 +64,11 @@ def render_html(result: AuditResult, lang: str) -> str:
     patches = [_patch_view(i + 1, pa, lang) for i, pa in enumerate(result.patches)]
     counts = Counter(pa.verdict for pa in result.patches)
     domains: dict[str, list[dict]] = {}
+    labels: dict[str, list[dict]] = {}  # vLLM's labels: a patch may carry several
     for view in patches:
         domains.setdefault(view["audit"].domain, []).append(view)
+        for label in view["audit"].labels:
+            labels.setdefault(label, []).append(view)
     return (
         environment()
         .get_template("report.html.j2")
@@ -74,10 +79,23 @@ def render_html(result: AuditResult, lang: str) -> str:
             own_ruff_message=own_ruff_message,
             patches=patches,
             domains=domains,
+            labels=dict(sorted(labels.items())),
             counts=counts,
             base=_pin_text(result),
+            series_lead=_text((result.guide or {}).get("lead"), lang),
+            graph=Markup(series_graph(result, t("ui.graph", lang), _verdict_words(lang))),
+            grid=Markup(label_grid(result, t("ui.labels_grid", lang))),
         )
     )
+
+
+def _verdict_words(lang: str) -> dict[str, str]:
+    return {v: t(f"ui.verdict.{v}", lang) for v in ("ready", "needs-work", "blocked")}
+
+
+def _text(words: Any, lang: str) -> str:
+    """A filled ``{"en", "zh"}`` text in ``lang``; empty when the record has none."""
+    return (words.get(lang) or words.get("en") or "") if isinstance(words, Mapping) else ""
 
 
 def _pin_text(result: AuditResult) -> str:
@@ -100,10 +118,34 @@ def _patch_view(number: int, pa: PatchAudit, lang: str) -> dict[str, Any]:
         "files": files,
         "findings": findings,
         "priority": guide.get("priority"),
+        "lead": _text(guide.get("lead"), lang),
         "order": guide.get("order", []),
         "follow_ups": guide.get("follow_ups", []),
         "reasons": reason_texts(pa, lang),
         "gates": [_gate_view(g, lang) for g in pa.gates],
+        "focused": [_focused_row(test, lang) for test in pa.focused_tests],
+    }
+
+
+def _focused_row(test, lang: str) -> dict[str, Any]:
+    """A focused test with its reason and where upstream CI runs it, in ``lang``."""
+    kind, _, source = test.why.partition(" ")
+    why = (
+        t(f"ui.focused.why.{kind}", lang, source=source)
+        if kind in ("changed", "mirrors", "named", "imports")
+        else test.why
+    )
+    where = (
+        t("ui.focused.runs-on", lang, device=test.accelerator)
+        if test.accelerator
+        else t("ui.focused.cpu", lang)
+    )
+    return {
+        "path": test.path,
+        "why": why,
+        "steps": test.steps,
+        "where": where,
+        "accelerator": test.accelerator,
     }
 
 

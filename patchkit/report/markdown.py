@@ -69,6 +69,9 @@ def _render(
     ]
     if cut:
         out += [f"> {t('ui.md.cut', lang, what=t('list.sep', lang).join(cut))}", ""]
+    if isinstance((result.guide or {}).get("lead"), dict):
+        lead = _cell(_pick(result.guide["lead"], lang))
+        out += [f"**{t('ui.series_lead', lang)}{t('punct.colon', lang).strip()}** {lead}", ""]
     gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
     out.append(
         "| # | "
@@ -91,6 +94,7 @@ def _render(
             + f" | {t('ui.priority.' + level, lang) if level else '–'} |"
         )
     out.append("")
+    out += _label_view(result, lang)
     for number, p in enumerate(result.patches[:detailed], 1):
         out += _patch_section(number, p, lang, evidence)
     return "\n".join(out) + "\n"
@@ -116,6 +120,10 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
     if p.depends_on:
         depends = t("list.sep", lang).join(_cell(d) for d in p.depends_on)
         out.append(f"- {t('ui.depends', lang)}{t('punct.colon', lang)}{depends}")
+    out += _upstream_lines(p, lang)
+    if isinstance(p.guide.get("lead"), dict):
+        lead = _cell(_pick(p.guide["lead"], lang))
+        out += ["", f"> **{t('ui.lead', lang)}{t('punct.colon', lang).strip()}** {lead}"]
     priority = p.guide.get("priority")
     if priority:
         out += [
@@ -136,4 +144,37 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
         out += ["", f"**{t('ui.follow_ups', lang)}**", ""]
         out += [f"- [ ] {_cell(item.get(lang) or item['en'])}" for item in follow]
     out += ["", "</details>", ""]
+    return out
+
+
+def _label_view(result: AuditResult, lang: str) -> list[str]:
+    """Patches grouped by vLLM's own labels (a patch may carry several)."""
+    labels: dict[str, list[str]] = {}
+    for p in result.patches:
+        for label in p.labels:
+            labels.setdefault(label, []).append(f"`{_cell(p.patch)}`")
+    if not labels:
+        return []
+    sep = t("list.sep", lang)
+    out = [f"**{t('ui.labels.vllm', lang)}**", ""]
+    out += [
+        f"- `{_cell(label)}`{t('punct.colon', lang)}{sep.join(names)}"
+        for label, names in sorted(labels.items())
+    ]
+    return out + [""]
+
+
+def _upstream_lines(p: PatchAudit, lang: str) -> list[str]:
+    """Reviewers from CODEOWNERS and each focused test with the upstream CI step it comes from."""
+    colon, sep = t("punct.colon", lang), t("list.sep", lang)
+    out = []
+    if p.reviewers:
+        out.append(f"- {t('ui.reviewers', lang)}{colon}{sep.join(_cell(r) for r in p.reviewers[:12])}")
+    for test in p.focused_tests:
+        step = test.steps[0]
+        where = t("ui.focused.runs-on", lang, device=test.accelerator) if test.accelerator else ""
+        out.append(
+            f"- {t('ui.focused', lang)}{colon}`{_cell(test.path)}` ← {_cell(step.label)} "
+            f"(`{_cell(step.file)}`, {_cell(step.device)}){' — ' + where if where else ''}"
+        )
     return out

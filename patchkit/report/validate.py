@@ -12,7 +12,7 @@ from typing import Any
 from patchkit.audit.model import AuditResult
 
 SEVERITIES = {"high", "medium", "low", "info"}
-LEVELS = {"close-read", "skim"}
+LEVELS = {"close-read", "skim", "skip"}
 ROLES = {"contract", "consumer", "test"}
 
 

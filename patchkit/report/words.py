@@ -18,6 +18,7 @@ from patchkit.report.i18n import LANGS, message_text
 def fill_words(result: AuditResult) -> AuditResult:
     for audit in result.patches:
         fill_patch(audit)
+    result.guide = in_all_languages(result.guide)
     return result
 
 

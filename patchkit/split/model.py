@@ -11,6 +11,7 @@ from patchkit.values import JsonMixin
 class DomainRule(JsonMixin):
     paths: list[str]
     patterns: list[str] = field(default_factory=list)  # regexes over changed lines; empty = whole file
+    why: str = ""  # the reason a verdict gives instead of "path <glob>" (rules made from vLLM's metadata)
 
 
 @dataclass
@@ -20,3 +21,4 @@ class Domain(JsonMixin):
     rules: list[DomainRule]
     tests: list[str] = field(default_factory=list)  # upstream test paths or templates ({stem}, {path})
     fallback: bool = False
+    origin: str = "rules"  # rules | mergify (a vLLM label) | layout (a vLLM directory)

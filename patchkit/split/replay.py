@@ -27,9 +27,11 @@ from patchkit.split.build import NotRepresentable, step_file_patch
 from patchkit.split.depends import absorbed_commits
 from patchkit.split.model import Domain
 from patchkit.split.names import follow_definitions
-from patchkit.split.rules import Classifier, LineVerdict
+from patchkit.split.rules import Classifier, LineVerdict, Unclaimed, unclaimed_error
 from patchkit.split.syntax import PendingCheck, start
+from patchkit.split.upstream import extend_domains
 from patchkit.tmpdir import scratch_dir
+from patchkit.upstream.mergify import LabelRule
 from patchkit.values import Pin
 
 Origin = tuple[int | None, int | None]  # (commit index that added the line, base line index)
@@ -184,6 +186,7 @@ def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path)
         context=0,
     )
     blocks: list[Block] = []
+    unclaimed: list[str] = []
     for fp in diff:
         state = states[fp.path]
         post_lines = state.post_lines if state.post else []
@@ -195,7 +198,11 @@ def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path)
             old_index = hunk.old_start - 1 if hunk.old_count else hunk.old_start
             new_index = hunk.new_start - 1 if hunk.new_count else hunk.new_start
             below = post_lines[new_index + len(new) : new_index + len(new) + 3]
-            verdicts = classifier.classify_lines(fp.path, changed_lines, where, below)
+            try:
+                verdicts = classifier.classify_lines(fp.path, changed_lines, where, below)
+            except Unclaimed as exc:
+                unclaimed.append(exc.where)
+                continue
             line_commits = [state.removed_by.get(i) for i in range(old_index, old_index + len(old))]
             line_commits += [state.origins[i][0] for i in range(new_index, new_index + len(new))]
             block = Block(
@@ -206,8 +213,14 @@ def net_blocks(states: dict[str, FileState], classifier: Classifier, work: Path)
             )  # fmt: skip
             blocks.extend(slide_apart(block, base_lines))
         if not fp.hunks:  # mode change or empty new/deleted file: a block with no lines
-            verdict = classifier.classify_lines(fp.path, ["+"], fp.path)[0]
+            try:
+                verdict = classifier.classify_lines(fp.path, ["+"], fp.path)[0]
+            except Unclaimed as exc:
+                unclaimed.append(exc.where)
+                continue
             blocks.append(Block(fp.path, 0, [], [], [verdict], [], 0, list(state.commits)))
+    if unclaimed:
+        raise unclaimed_error(unclaimed)
     return blocks
 
 
@@ -280,14 +293,22 @@ def _extend(out: list[str], piece: list[str]) -> None:
 
 def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: str,
                  pin: Pin | None = None, overlay_threshold: float | None = None,
-                 background_checks: bool = False) -> SplitResult:  # fmt: skip
+                 background_checks: bool = False, labels: list[LabelRule] | None = None,
+                 ) -> SplitResult:  # fmt: skip
     """One patch per domain; with ``overlay_threshold``, new and largely rewritten files of a
     domain's step become whole-file overlays listed after its patch instead of diffs.
 
     With ``background_checks`` the check that every step leaves Python files parsable runs beside
-    the caller (see ``stepcheck``): call ``finish()`` on the result before reading its warnings."""
-    classifier = Classifier(domains)
+    the caller (see ``stepcheck``): call ``finish()`` on the result before reading its warnings.
+
+    With ``labels`` (the base's mergify labels, possibly empty) what the rules leave unclaimed goes
+    to vLLM's labels and directories, and tests to the code they test (``split/upstream.py``)."""
     states = replay_onto_base(replay, base, prefix)
+    if labels is not None:
+        changed = {p: s.post if s.post is not None else s.base for p, s in states.items()
+                   if s.base != s.post or s.base_mode != s.post_mode}  # fmt: skip
+        domains = extend_domains(domains, labels, changed)
+    classifier = Classifier(domains)
     sizes = sum(len(s.base or b"") + len(s.post or b"") for s in states.values())
     with scratch_dir("patchkit-split-", sizes * (2 + len(domains))) as tmp:
         work = Path(tmp)

@@ -21,27 +21,49 @@ DEFAULT_RULES = "default-domains.toml"
 
 
 def load_rules(path: Path | None = None) -> list[Domain]:
-    """The rules file at ``path``, or the shipped vLLM default."""
+    """The shipped vLLM default, extended by the rules file at ``path``: its domains come first
+    (one with a default's name replaces it; its fallback replaces the default's), unless the file
+    says ``replace = true``, when it is the whole rule set."""
+    text = resources.files("patchkit.data").joinpath(DEFAULT_RULES).read_text("utf-8")
+    defaults = parse_rules(text, f"<patchkit>/{DEFAULT_RULES}")
     if path is None:
-        text = resources.files("patchkit.data").joinpath(DEFAULT_RULES).read_text("utf-8")
-        return parse_rules(text, f"<patchkit>/{DEFAULT_RULES}")
+        return defaults
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read rules file: {exc}", str(path)) from exc
-    return parse_rules(text, str(path))
+    data = _toml(text, str(path))
+    project = parse_rules(text, str(path))
+    if data.get("replace", False):
+        return project
+    return extend_rules(project, defaults)
 
 
-def parse_rules(text: str, name: str) -> list[Domain]:
+def extend_rules(project: list[Domain], defaults: list[Domain]) -> list[Domain]:
+    """``project`` first, then the defaults it does not redefine; one fallback, last."""
+    names = {d.name for d in project}
+    has_fallback = any(d.fallback for d in project)
+    kept = [d for d in defaults if d.name not in names and not (has_fallback and d.fallback)]
+    merged = [d for d in project if not d.fallback] + [d for d in kept if not d.fallback]
+    return merged + [d for d in project + kept if d.fallback]
+
+
+def _toml(text: str, name: str) -> dict:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except ValueError as exc:  # TOMLDecodeError, or an integer too long to convert
         raise UserError(f"invalid TOML: {exc}", name) from exc
     except RecursionError:
         raise UserError("invalid TOML: arrays or tables nested too deeply", name) from None
-    unknown = set(data) - {"domain"}
+
+
+def parse_rules(text: str, name: str) -> list[Domain]:
+    data = _toml(text, name)
+    unknown = set(data) - {"domain", "replace"}
     if unknown:
         raise UserError(f"unknown top-level key(s) {sorted(unknown)}; expected [[domain]]", name)
+    if not isinstance(data.get("replace", False), bool):
+        raise UserError("'replace' must be true or false", name)
     tables = data.get("domain")
     if not isinstance(tables, list) or not tables:
         raise UserError("no [[domain]] tables", name)
@@ -141,6 +163,30 @@ def path_matches(path: str, globs: list[str]) -> str | None:
     return next((g for g in globs if glob_regex(g).match(path)), None)
 
 
+FALLBACK_SNIPPET = '[[domain]] name = "other" fallback = true'
+UNCLAIMED_CAP = 10
+
+
+class Unclaimed(UserError):
+    """A change no rule claims, with no fallback domain to take it (the split gathers them all)."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"no domain rule claims this change; add: {FALLBACK_SNIPPET}", where)
+
+
+def unclaimed_error(places: list[str], source: str | None = None) -> UserError:
+    """One line naming every file with unclaimed changes (capped) and the fallback snippet."""
+    files = list(dict.fromkeys(p.rsplit(":", 1)[0] if p.rsplit(":", 1)[-1].isdigit() else p for p in places))
+    shown = ", ".join(files[:UNCLAIMED_CAP])
+    if len(files) > UNCLAIMED_CAP:
+        shown += f" and {len(files) - UNCLAIMED_CAP} more"
+    return UserError(
+        f"no domain rule claims the changes in {len(files)} file(s): {shown}; add a catch-all domain "
+        f"to the rules file: {FALLBACK_SNIPPET}",
+        source,
+    )
+
+
 @dataclass
 class LineVerdict:
     domain: str
@@ -162,7 +208,7 @@ class Classifier:
         for domain, rule, patterns in self._compiled:
             glob = path_matches(path, rule.paths)
             if glob and not patterns:
-                return LineVerdict(domain.name, f"path {glob}")
+                return LineVerdict(domain.name, rule.why or f"path {glob}")
         if self.fallback:
             return LineVerdict(self.fallback.name, "fallback domain")
         return None
@@ -199,7 +245,7 @@ class Classifier:
         if not any(anchors):
             verdict = self.path_domain(path)
             if verdict is None:
-                raise UserError("no domain rule claims this change and the rules declare no fallback", where)
+                raise Unclaimed(where)
             return [verdict] * len(lines)
         return _spread_anchors(lines, anchors)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchkit.audit.model import GateResult, GateStatus
+from patchkit.audit.model import FocusedTest, GateResult, GateStatus
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, apply_file_patch
 from patchkit.diff.model import Commit, FilePatch
@@ -38,6 +38,7 @@ class PatchUnderAudit:
     commit_files: list[set[str]] | None = None  # per source commit: every file it touched in the series
     overlays: list[WholeFile] = field(default_factory=list)  # listed after it in the series, same domain
     overlay_files: list[FilePatch] = field(default_factory=list)  # their diffs, computed at audit time
+    focused: list[FocusedTest] = field(default_factory=list)  # from upstream CI steps (audit/focus.py)
 
     @property
     def changed_files(self) -> list[FilePatch]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from patchkit import cache
 from patchkit.audit.gates import Gate, GateContext, Overlay, PatchUnderAudit, apply_patch, gate_result
 from patchkit.audit.model import GateResult
+from patchkit.audit.overlaytree import installed_vllm, lay_over
 from patchkit.audit.testselect import (
     OUTCOME_FORMAT,
     Outcome,
@@ -167,6 +168,9 @@ def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: 
           progress: Callable[..., None]):  # fmt: skip
     tree = work / label
     materialise(settings.base_root, overlay, tree)
+    installed = installed_vllm(settings.python)
+    if installed is not None:  # a compiled build: test the patch against it, not the source tree
+        lay_over(installed, overlay, tree)
     present = [t for t in tests if (tree / t).exists()]
     if not present:
         return {}
@@ -182,6 +186,8 @@ def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: d
              progress: Callable[..., None]):  # fmt: skip
     """The base side, cached under base hash + earlier patches + selection + environment."""
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
+    if installed := installed_vllm(settings.python):
+        fingerprint["installed_vllm"] = [str(installed.root), *installed.compiled]
     key = _digest("baseline", OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), tests,
                   fingerprint, settings.per_test_timeout)  # fmt: skip
     if settings.use_cache and (hit := cache.get_json("audit-baseline", key)) is not None:
@@ -204,6 +210,13 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     if post is None:
         return result("skipped", "gate.tests.not-applied")
     selection = select_tests(patch.test_templates, patch.changed_files, exists)
+    accelerator = host_accelerator()
+    elsewhere = [t for t in patch.focused if t.accelerator and not accelerator and t.path not in selection]
+    selection += [t.path for t in patch.focused if t not in elsewhere and t.path not in selection]
+    if not selection and elsewhere:
+        params = {"count": len(elsewhere), "devices": sorted({t.accelerator for t in elsewhere})}
+        expected = [{"path": t.path, "device": t.accelerator} for t in elsewhere]
+        return result(cannot, "gate.tests.accelerator-only", params, expected_could_not_run=expected)
     if not selection:
         return result(cannot, "gate.tests.no-selection", {"domain": patch.domain})
     if settings.env_error:
@@ -238,6 +251,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         "base": dict(cmp.base_counts),
         "patched": dict(cmp.patch_counts),
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in ("passed", "skipped")},
+        "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
         "messages": {
             t: patch_side[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patch_side
         },
@@ -248,6 +262,11 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     if cmp.ran_on_both == 0:  # "ran" = at least one selected test ran on the base and with the patch
         return result(cannot, "gate.tests.nothing-ran", {"summary": summary.to_dict()}, **details)
     return result("passed", summary.key, summary.params, **details)
+
+
+def host_accelerator() -> bool:
+    """Whether this host has a GPU a test could use (NVIDIA or ROCm device nodes)."""
+    return any(Path(node).exists() for node in ("/dev/nvidia0", "/dev/kfd"))
 
 
 def _work_root() -> Path:

@@ -10,6 +10,8 @@ Layout: ``view`` (each image parsed and walked once), ``findings`` (per-file det
 
 from __future__ import annotations
 
+from patchkit.audit.guide.behaviour import behaviour_findings
+from patchkit.audit.guide.calls import cache_findings, call_arg_findings
 from patchkit.audit.guide.crossfile import env_findings, message_findings, test_findings
 from patchkit.audit.guide.findings import (
     CONSTRAINT_KWARGS,
@@ -24,7 +26,11 @@ from patchkit.audit.guide.findings import (
     capped,
     file_findings,
 )
-from patchkit.audit.guide.priority import CONTRACT_PATHS, follow_ups, reading_order, reading_priority
+from patchkit.audit.guide.imports import import_findings
+from patchkit.audit.guide.lead import finish, series_lead
+from patchkit.audit.guide.native import native_findings
+from patchkit.audit.guide.priority import CONTRACT_PATHS, LEVELS, follow_ups, reading_order, reading_priority
+from patchkit.audit.guide.runtime import env_write_findings
 from patchkit.audit.guide.view import Images, Source, file_view
 from patchkit.audit.model import Finding
 from patchkit.diff.model import Commit, FilePatch
@@ -34,6 +40,7 @@ __all__ = [
     "CONTRACT_PATHS",
     "HIGH_KINDS",
     "HOT_PATHS",
+    "LEVELS",
     "LOG_METHODS",
     "MAGIC_MIN",
     "MAX_PER_KIND",
@@ -41,7 +48,9 @@ __all__ = [
     "REWRITE_LINES",
     "REWRITE_SHARE",
     "Source",
+    "finish",
     "review_guide",
+    "series_lead",
 ]
 
 
@@ -62,15 +71,25 @@ def review_guide(
     images = Images()  # each distinct pre/post source is parsed and walked once for all detectors
     views = [file_view(fp, pre, post, images) for fp in files]
     findings: list[Finding] = []
+    python_lines = [t for v in views if v.path.endswith(".py") for t in v.added.values()]
     for view in views:
-        findings += capped(file_findings(view))
+        findings += capped(
+            file_findings(view)
+            + behaviour_findings(view)
+            + cache_findings(view)
+            + env_write_findings(view)
+            + native_findings(view, python_lines)
+        )
     findings += env_findings(views)
-    findings += test_findings(files)
+    findings += call_arg_findings(views)
+    findings += import_findings(views, post)
+    findings += test_findings(files, views)
     findings += message_findings(files, commits, source_files)
+    sizes = [{"path": fp.path, "added": fp.added, "removed": fp.removed} for fp in files]
     return {
         "domain": domain,
         "findings": [f.to_dict() for f in findings],
-        "priority": reading_priority(findings),
+        "priority": reading_priority(findings, sizes),
         "order": reading_order(files),
         "follow_ups": follow_ups(findings),
     }

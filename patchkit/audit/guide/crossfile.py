@@ -12,6 +12,12 @@ from patchkit.audit.model import Finding
 from patchkit.diff.model import Commit, FilePatch
 from patchkit.values import message
 
+_NEGATED = re.compile(
+    r"untouched|unchanged|not (?:touch|modif|chang)|not via|left (?:alone|as is)|no changes? to"
+    r"|does not change|already (?:in|built)|no need"
+    r"|不改|未修改|未改动|不动|保持不变|无改动|没有改|不经|无需|不需要|已内置|内置",
+    re.I,
+)
 _FILE_MENTION = re.compile(
     r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|toml|yaml|yml|json|cu|cuh|cpp|h|sh))\b"
 )
@@ -40,7 +46,8 @@ def _env_defaults(nodes: NodeIndex) -> dict[str, EnvRead]:
         if isinstance(node, ast.Call) and node.args and _is_env_call(node):
             name = node.args[0]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                default, via = _env_default(node.args[1]) if len(node.args) > 1 else (None, ())
+                given = _default_arg(node)
+                default, via = _env_default(given) if given is not None else (None, ())
                 keep(name.value, EnvRead(default, node.lineno, via, 2 if default is not None else 0))
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             base, key = node.value, node.slice
@@ -60,13 +67,21 @@ def _is_env_call(node: ast.Call) -> bool:
     return call_name(node) in ("getenv", "env_with_choices", "env_list_with_choices")
 
 
+def _default_arg(call: ast.Call) -> ast.AST | None:
+    """The default of an env read: its second argument or its ``default=`` keyword."""
+    if len(call.args) > 1:
+        return call.args[1]
+    return next((k.value for k in call.keywords if k.arg == "default"), None)
+
+
 def _env_default(node: ast.AST) -> tuple[str | None, tuple[str, ...]]:
     """A read's default argument: the literal it ends in, and the variables read on the way there
     (``os.getenv("NEW", os.getenv("OLD", "1"))``: ``'1'`` via ``OLD``)."""
     if isinstance(node, ast.Call) and _is_env_call(node) and node.args:
         name = node.args[0]
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
-            default, via = _env_default(node.args[1]) if len(node.args) > 1 else (None, ())
+            given = _default_arg(node)
+            default, via = _env_default(given) if given is not None else (None, ())
             return default, (name.value, *via)
     return (repr(node.value) if isinstance(node, ast.Constant) else ast.unparse(node)), ()
 
@@ -111,11 +126,40 @@ def is_test(path: str) -> bool:
     return path.startswith("tests/") or "/tests/" in path or name.startswith("test_")
 
 
-def test_findings(files: list[FilePatch]) -> list[Finding]:
-    code = [fp.path for fp in files if fp.path.startswith("vllm/") and not is_test(fp.path)]
+def test_findings(files: list[FilePatch], views: list[FileView] | None = None) -> list[Finding]:
+    """Behaviour changed in vllm/ with no test touched. A file that is not Python (a template, a
+    JSON table) counts only when the patch's Python code names it."""
+    python = "\n".join(
+        text
+        for v in views or []
+        if v.path.endswith(".py")
+        for text in (*v.added.values(), *v.removed.values())
+    )
+    legacy = views is None  # callers that pass no views: every vllm/ file counts
+    code = [
+        fp.path
+        for fp in files
+        if fp.path.startswith("vllm/")
+        and not is_test(fp.path)
+        and (legacy or fp.path.endswith((".py", ".pyi")) or fp.path.rsplit("/", 1)[-1] in python)
+    ]
     if not code or any(is_test(fp.path) for fp in files):
         return []
     return [make_finding("no-test-touched", "medium", code[0], 0, code[:8], count=len(code))]
+
+
+def _claimed_lines(text: str) -> list[str]:
+    """The lines of a commit message that claim a change: not "left untouched" / "不改", nor the items
+    under a negated heading ("已确认内置（无需重放）:") up to the next blank line."""
+    out, negated_section = [], False
+    for line in text.splitlines():
+        if not line.strip():
+            negated_section = False
+        elif _NEGATED.search(line):
+            negated_section = negated_section or line.rstrip().endswith((":", "："))
+        elif not negated_section:
+            out.append(line)
+    return out
 
 
 def message_findings(
@@ -129,9 +173,10 @@ def message_findings(
             continue
         touched = source_files[index] if source_files is not None else own
         text = f"{commit.subject}\n{commit.body}"
-        for mention in dict.fromkeys(_FILE_MENTION.findall(text)):
+        claimed = "\n".join(_claimed_lines(text))  # "left untouched" is no claim
+        for mention in dict.fromkeys(_FILE_MENTION.findall(claimed)):
             if not any(p == mention or p.endswith(f"/{mention}") for p in touched):
-                line = next(ln for ln in text.splitlines() if mention in ln)
+                line = next(ln for ln in claimed.splitlines() if mention in ln)
                 out.append(
                     make_finding(
                         "message-names-untouched-file",

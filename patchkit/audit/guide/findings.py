@@ -34,6 +34,7 @@ LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critic
 REWRITE_SHARE = 0.5
 REWRITE_LINES = 200
 MAGIC_MIN = 100
+UNIT_FACTORS = frozenset({1000, 1e6, 1e9})  # s -> ms, bytes -> MB: conversions, not tuning knobs
 MAX_PER_KIND = 5  # per file; the rest are folded into the last finding's evidence
 _HARD_PATH = re.compile(r"^/(tmp|var|home|root|opt|data|mnt|srv|usr/local)(/|$)")
 _LOG_CALL = re.compile(r"\b(logger|logging|log)\.\w+\(|warnings\.warn\(|\bprint\(")
@@ -60,7 +61,6 @@ def file_findings(view: FileView) -> list[Finding]:
     if view.post is not None:
         out += _except_findings(view)
         out += _literal_findings(view)
-        out += _env_write_findings(view)
     return out
 
 
@@ -88,8 +88,12 @@ def _path_findings(view: FileView) -> list[Finding]:
     return out
 
 
-def _public_symbols(tree: ast.Module | None) -> dict[str, ast.AST]:
-    """Top-level defs, classes and assignments without a leading underscore, plus their methods."""
+NOT_API = frozenset({"pytestmark", "pytest_plugins"})  # pytest reads these; nobody imports them
+
+
+def _public_symbols(tree: ast.Module | None, test_file: bool = False) -> dict[str, ast.AST]:
+    """Top-level defs, classes and assignments without a leading underscore, plus their methods.
+    Module dunders and pytest markers are not API; nor are a test file's tests."""
     symbols: dict[str, ast.AST] = {}
     for node in tree.body if tree else []:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -101,7 +105,30 @@ def _public_symbols(tree: ast.Module | None) -> dict[str, ast.AST]:
                             symbols[f"{node.name}.{item.name}"] = item
         for name in _assigned_names(node):
             symbols[name] = node
-    return {k: v for k, v in symbols.items() if not k.startswith("_")}
+    tests = ("test_", "Test") if test_file else ()
+    return {
+        k: v
+        for k, v in symbols.items()
+        if not k.startswith("_") and k not in NOT_API and not (tests and k.split(".")[0].startswith(tests))
+    }
+
+
+def _pass_through(fn: ast.AST) -> bool:
+    """A method whose body only calls ``super().<same name>(...)``: removing it changes nothing."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], (ast.Expr, ast.Return)) or body[0].value is None:
+        return False
+    call = body[0].value
+    call = call.value if isinstance(call, ast.Await) else call
+    func = call.func if isinstance(call, ast.Call) else None
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == fn.name
+        and isinstance(func.value, ast.Call)
+        and call_name(func.value) == "super"
+    )
 
 
 def _assigned_names(node: ast.AST) -> list[str]:
@@ -136,9 +163,10 @@ def _bare(arg: ast.arg | None) -> ast.arg | None:
 
 def _symbol_findings(view: FileView) -> list[Finding]:
     out = []
-    before, after = _public_symbols(view.pre), _public_symbols(view.post)
+    test_file = view.path.rsplit("/", 1)[-1].startswith(("test_", "conftest")) or "/tests/" in f"/{view.path}"
+    before, after = _public_symbols(view.pre, test_file), _public_symbols(view.post, test_file)
     for name, node in before.items():
-        if name not in after and ("." not in name or name.split(".")[0] in after):
+        if name not in after and ("." not in name or name.split(".")[0] in after) and not _pass_through(node):
             out.append(
                 make_finding(
                     "public-symbol-removed",
@@ -156,17 +184,38 @@ def _symbol_findings(view: FileView) -> list[Finding]:
             continue
         was, now = _signature(old), _signature(node)
         if was != now:
+            how, severity = _signature_how(old, node)
+            evidence = [f"- ({was})", f"+ ({now})"]
             out.append(
                 make_finding(
-                    "signature-changed",
-                    "medium",
-                    view.path,
-                    node.lineno,
-                    [f"- ({was})", f"+ ({now})"],
-                    name=name,
+                    "signature-changed", severity, view.path, node.lineno, evidence, name=name, how=how
                 )
             )
     return out
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, bool]:
+    """Parameter name -> has a default."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    first_default = len(positional) - len(a.defaults)
+    out = {p.arg: i >= first_default for i, p in enumerate(positional)}
+    out |= {p.arg: d is not None for p, d in zip(a.kwonlyargs, a.kw_defaults)}
+    return out
+
+
+def _signature_how(old, new) -> tuple[dict, str]:
+    """Which way the change points: parameters gone or newly required break callers; optional ones
+    added only let callers pass more."""
+    was, now = _params(old), _params(new)
+    gone = [p for p in was if p not in now and new.args.kwarg is None]
+    required = [p for p, has_default in now.items() if not has_default and p not in was]
+    if gone or required:
+        return message("signature.callers", names=", ".join(gone + required)), "medium"
+    added = [p for p in now if p not in was]
+    if added:
+        return message("signature.optional", names=", ".join(added)), "low"
+    return message("signature.other"), "medium"
 
 
 def call_name(node: ast.AST) -> str:
@@ -183,7 +232,7 @@ def _defaults(tree: ast.Module | None, nodes: NodeIndex) -> tuple[dict, dict]:
     for node in tree.body if tree else []:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for name in _assigned_names(node):
-                if is_literal(node.value):
+                if is_literal(node.value) and not (name.startswith("__") and name.endswith("__")):
                     values[name] = (ast.unparse(node.value), node.lineno)
     for cls in nodes.of(ast.ClassDef):
         for node in cls.body:
@@ -262,6 +311,7 @@ def _swallows(handler: ast.ExceptHandler) -> bool:
     )
     quiet = all(
         isinstance(s, (ast.Pass, ast.Continue))
+        or (isinstance(s, ast.Return) and (s.value is None or isinstance(s.value, ast.Constant)))
         or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
         or (isinstance(s, ast.Expr) and call_name(s.value) in LOG_METHODS)
         for s in handler.body
@@ -312,10 +362,12 @@ def _literal_findings(view: FileView) -> list[Finding]:
             isinstance(value, (int, float))
             and not isinstance(value, bool)
             and abs(value) >= MAGIC_MIN
+            and value not in UNIT_FACTORS
             and id(node) not in named
         ):
             magic.append(node)
-    if magic:
+    test_file = "/tests/" in f"/{view.path}" or view.path.rsplit("/", 1)[-1].startswith("test_")
+    if magic and not test_file:  # a test's literals are its data, not tuning knobs
         magic.sort(key=lambda n: n.lineno)
         lines = list(dict.fromkeys(n.lineno for n in magic))
         evidence = [f"L{line}: {view.added[line].strip()}" for line in lines[:8]]
@@ -330,51 +382,6 @@ def _literal_findings(view: FileView) -> list[Finding]:
                 count=len(magic),
                 numbers=numbers[:120],
             )
-        )
-    return out
-
-
-def _is_os(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id == "os"
-
-
-def _is_environ(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == "environ" and _is_os(node.value)
-
-
-def _env_write_findings(view: FileView) -> list[Finding]:
-    """An added line that sets an environment variable at runtime (``os.environ[X] = v``,
-    ``os.environ.setdefault(X, v)``, ``os.putenv(X, v)``): a default changed in code, for this
-    process and every process it starts, where no reader of ``envs.py`` will see it."""
-    out = []
-    for node in view.post_nodes.of(ast.Assign, ast.Call):
-        if node.lineno not in view.added:
-            continue
-        key = value = None
-        if isinstance(node, ast.Assign):
-            target = node.targets[0]
-            if isinstance(target, ast.Subscript) and _is_environ(target.value):
-                key, value = target.slice, node.value
-        elif isinstance(node.func, ast.Attribute) and len(node.args) >= 2:
-            func = node.func
-            if (func.attr == "setdefault" and _is_environ(func.value)) or (
-                func.attr == "putenv" and _is_os(func.value)
-            ):
-                key, value = node.args[0], node.args[1]
-        if key is None:
-            continue
-        name = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ast.unparse(key)
-        shown = repr(value.value) if isinstance(value, ast.Constant) else ast.unparse(value)[:60]
-        out.append(
-            make_finding(
-                "env-set-at-runtime",
-                "medium",
-                view.path,
-                node.lineno,
-                [view.added[node.lineno].strip()],
-                name=name,
-                value=shown,
-            )  # fmt: skip
         )
     return out
 
