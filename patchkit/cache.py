@@ -3,7 +3,7 @@
 Layout under ``cache_root()``::
 
     <kind>/<key>/          an entry, e.g. sdist/<sha256>/, base/index-<sha256>/
-    <kind>/<key>.json      a cached result, e.g. baseline/<hash>.json
+    <kind>/<key>.<code>.json  a cached result, e.g. baseline/<hash>.<version>-<code hash>.json
     <kind>/.<key>.lock     serialises builders of one entry
     <kind>/.tmp-*          entries being built (renamed into place when complete)
 """
@@ -11,6 +11,8 @@ Layout under ``cache_root()``::
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import os
 import re
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
+
+from patchkit import __version__
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
@@ -47,7 +51,21 @@ def store_dir(kind: str, key: str) -> Path:
 
 
 def json_path(kind: str, key: str) -> Path:
-    return cache_root() / _checked(kind) / f"{_checked(key)}.json"
+    """Where the result ``kind/key`` lives; the name carries ``code_identity()``, so a result
+    computed by another patchkit (another version, or the same version with other code) is a miss."""
+    return cache_root() / _checked(kind) / f"{_checked(key)}.{code_identity()}.json"
+
+
+@functools.cache
+def code_identity() -> str:
+    """patchkit's version and a hash of its code and data files (every producer of a cached result)."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256(f"patchkit {__version__}\n".encode())
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".json", ".toml", ".txt", ".j2", ".html", ".css", ".js"):
+            digest.update(f"{path.relative_to(package).as_posix()}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return f"{__version__}-{digest.hexdigest()[:16]}"
 
 
 def _owner_file(path: Path) -> Path:

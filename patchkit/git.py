@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from patchkit.errors import CheckFailed, UserError
+
 _ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_AUTHOR_NAME": "patchkit",
@@ -18,6 +20,15 @@ _ENV = {
 }
 
 
+def timeout_for(args: list[str]) -> float:
+    """Seconds a git call may take: ``$PATCHKIT_GIT_TIMEOUT`` (default 300; a network fetch 900)."""
+    default = 900.0 if args and args[0] in ("fetch", "clone") else 300.0
+    try:
+        return float(os.environ.get("PATCHKIT_GIT_TIMEOUT", default))
+    except ValueError:
+        return default
+
+
 def run(
     args: list[str],
     cwd: Path | str | None = None,
@@ -25,9 +36,19 @@ def run(
     input: bytes | None = None,
     check: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git ARGS`` and return the completed process (stdout/stderr as bytes)."""
+    """Run ``git ARGS`` and return the completed process (stdout/stderr as bytes); a git that
+    hangs (a network fetch, a lock) is stopped after ``timeout_for(args)`` — one CheckFailed line."""
     env = {**os.environ, **_ENV}
-    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env)
+    seconds = timeout_for(args)
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env,
+                              timeout=seconds)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        where = f" in {cwd}" if cwd else ""
+        raise CheckFailed(f"git {args[0]} timed out after {seconds:g} s{where} "
+                          "(set PATCHKIT_GIT_TIMEOUT to wait longer)") from None  # fmt: skip
+    except OSError as exc:
+        raise UserError(f"cannot run git: {exc.strerror}") from None
     if check and proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc

@@ -99,11 +99,11 @@ def test_remove_entry(cache_dir: Path) -> None:
 def test_json_round_trip(cache_dir: Path) -> None:
     assert cache.get_json("baseline", "abc") is None
     path = cache.put_json("baseline", "abc", {"tests": {"t::a": "passed"}, "n": 1})
-    assert path == cache_dir / "baseline" / "abc.json"
+    assert path == cache_dir / "baseline" / f"abc.{cache.code_identity()}.json"  # keyed by the code too
     assert cache.get_json("baseline", "abc") == {"tests": {"t::a": "passed"}, "n": 1}
     cache.put_json("baseline", "abc", [1, 2])
     assert cache.get_json("baseline", "abc") == [1, 2]
-    assert [p.name for p in path.parent.iterdir()] == ["abc.json"]
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
 
 
 def test_get_json_of_corrupt_file_is_none(cache_dir: Path) -> None:

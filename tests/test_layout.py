@@ -16,7 +16,14 @@ KNOWN_LONG = {"patchkit.diff.parse"}
 # Low to high; a module may import its own layer and lower ones. docs/architecture.md draws this.
 LAYERS: list[tuple[str, ...]] = [
     ("patchkit", "patchkit.__main__"),  # patchkit/__init__.py: the version
-    ("patchkit.errors", "patchkit.values", "patchkit.git", "patchkit.cache", "patchkit.console"),
+    (
+        "patchkit.errors",
+        "patchkit.values",
+        "patchkit.git",
+        "patchkit.cache",
+        "patchkit.console",
+        "patchkit.atomic",
+    ),
     ("patchkit.diff",),
     ("patchkit.base", "patchkit.upstream"),
     ("patchkit.series",),

@@ -8,17 +8,19 @@ file are kept in ``<state>/base/<sha256>`` so ``--reverse`` restores them exactl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import stat
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from patchkit import git
-from patchkit.apply import journal, sitepackages
+from patchkit.apply import journal, paths, sitepackages
 from patchkit.apply.journal import FileChange, sha256
-from patchkit.apply.sitepackages import Distribution
+from patchkit.apply.target import Target, read_file, safe_path
+from patchkit.apply.target import checkout_target as checkout_target
+from patchkit.apply.target import site_packages_target as site_packages_target
 from patchkit.diff.hunks import HunkMismatch, apply_file_patch, preimage_matches
 from patchkit.errors import CheckFailed, UserError
 from patchkit.series.files import SeriesEntry
@@ -27,83 +29,6 @@ from patchkit.series.overlays import Overlay, base_matches, mismatch
 STATE_NAME = "state.json"
 BASE_DIR = "base"
 STATE_SCHEMA = 1
-
-
-@dataclass
-class Target:
-    kind: str  # "checkout" | "site-packages"
-    root: Path  # resolved; series paths are relative to it
-    state_dir: Path
-    dist: Distribution | None = None
-
-    def describe(self) -> str:
-        if self.dist is None:
-            return f"checkout {self.root}"
-        return f"site-packages {self.root} ({self.dist.name} {self.dist.version})"
-
-    def to_dict(self) -> dict:
-        out = {"kind": self.kind, "root": str(self.root), "state_dir": str(self.state_dir)}
-        if self.dist is not None:
-            out["dist"] = {"name": self.dist.name, "version": self.dist.version,
-                           "dist_info": str(self.dist.dist_info)}  # fmt: skip
-        return out
-
-
-def checkout_target(path: Path) -> Target:
-    root = path.expanduser().resolve()
-    if not root.is_dir():
-        raise UserError(f"{path}: no such directory")
-    dotgit = root / ".git"
-    if dotgit.is_dir():
-        state_dir = dotgit / "patchkit"
-    elif dotgit.is_file():  # a linked worktree: its git dir lives elsewhere
-        state_dir = Path(git.output(["rev-parse", "--absolute-git-dir"], root).strip()) / "patchkit"
-    else:
-        state_dir = root / ".patchkit"
-    return Target("checkout", root, state_dir)
-
-
-def site_packages_target(python: str | None, site_packages: Path | None) -> Target:
-    dist = sitepackages.locate(python, site_packages)
-    return Target("site-packages", dist.location, dist.location / ".patchkit", dist)
-
-
-# --------------------------------------------------------------------------- paths
-
-
-def safe_path(target: Target, rel: str) -> Path:
-    """``root/rel`` after refusing absolute paths, ``..``, symlinks leading out (each component
-    checked with lstat), a symlink as the file itself, and patchkit's own state."""
-    parts = PurePosixPath(rel).parts
-    if not rel or rel.startswith("/") or "\\" in rel or ".." in parts or "." in rel.split("/"):
-        raise UserError(f"path {rel!r} leaves the target root {target.root}")
-    current = target.root
-    for index, part in enumerate(parts):
-        current = current / part
-        try:
-            mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            break
-        if stat.S_ISLNK(mode):
-            if index == len(parts) - 1:
-                raise UserError(f"path {rel!r} is a symlink in {target.root}; refusing to replace it")
-            if not current.resolve().is_relative_to(target.root):
-                raise UserError(f"path {rel!r} goes through a symlink leading out of {target.root}")
-    full = target.root / rel
-    for reserved in (target.state_dir, target.root / ".git"):
-        if full.resolve().is_relative_to(reserved.resolve()):
-            raise UserError(f"path {rel!r} is inside {reserved}, which patchkit will not patch")
-    return full
-
-
-def _read(path: Path) -> tuple[bytes | None, int | None]:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None, None
-    if not stat.S_ISREG(st.st_mode):
-        raise UserError(f"{path}: not a regular file")
-    return path.read_bytes(), stat.S_IMODE(st.st_mode)
 
 
 # --------------------------------------------------------------------------- planning
@@ -118,6 +43,9 @@ class Plan:
     )
     skipped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    skipped_by_patch: dict[str, list[str]] = field(default_factory=dict)  # outside the package
+    blocked: list[str] = field(default_factory=list)  # reverse: kept bytes missing
+    partly_applied: list[str] = field(default_factory=list)  # patches skipped only in part
 
 
 class _MemoryTree:
@@ -128,7 +56,7 @@ class _MemoryTree:
 
     def get(self, rel: str) -> tuple[bytes | None, int | None]:
         if rel not in self.files:
-            self.original[rel] = self.files[rel] = _read(safe_path(self.target, rel))
+            self.original[rel] = self.files[rel] = read_file(safe_path(self.target, rel))
         return self.files[rel]
 
     def plan(self, skipped: list[str], problems: list[str]) -> Plan:
@@ -140,31 +68,39 @@ class _MemoryTree:
         return Plan(changes, skipped, problems)
 
 
-def _mode(mode: str | None, default: int | None) -> int | None:
-    return int(mode, 8) & 0o7777 if mode else default
-
-
-def _installed(target: Target, rel: str) -> bool:
-    return target.dist is None or PurePosixPath(rel).parts[0] in target.dist.top_level
+def _installed(target: Target, rel: str, where: str | None = None) -> bool:
+    """Part of what is installed; a path that could leave the target is refused, never skipped."""
+    try:
+        parts = paths.check_rel(target.root, rel).parts
+    except UserError as exc:
+        raise UserError(str(exc), where) from None
+    return target.dist is None or parts[0] in target.dist.top_level
 
 
 def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overlay]) -> Plan:
     """Apply every patch and listed overlay in series order, then every unlisted overlay, in memory;
     preimages checked everywhere."""
     tree = _MemoryTree(target)
-    skipped: list[str] = []
+    skipped: dict[str, list[str]] = {}
     problems: list[str] = []
     failed: set[str] = set()
+    partly: set[str] = set()  # patches with a file inside the package
     for entry in entries:
         if entry.overlay is not None:
             _apply_overlay(target, tree, entry.overlay, skipped, problems)
             continue
         for fp in (fp for patch in entry.patches for fp in patch.files):
-            paths = [p for p in (fp.old_path, fp.new_path) if p]
-            if not all(_installed(target, p) for p in paths):
-                skipped += [p for p in paths if p not in skipped]
+            names = [p for p in (fp.old_path, fp.new_path) if p]
+            inside = [_installed(target, p, str(entry.path)) for p in names]
+            if not all(inside):
+                if any(inside):
+                    raise UserError(f"{fp.old_path} -> {fp.new_path}: the patch moves a file between "
+                                    "the installed package and outside it", str(entry.path))  # fmt: skip
+                listed = skipped.setdefault(entry.name, [])
+                listed[:] = list(dict.fromkeys([*listed, *names]))
                 continue
-            if failed.intersection(paths):
+            partly.add(entry.name)
+            if failed.intersection(names):
                 continue
             try:
                 problem = _apply_one(tree, fp)
@@ -172,16 +108,20 @@ def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overl
                 raise UserError(str(exc), str(entry.path)) from None
             if problem:
                 problems.append(f"{entry.name}: {problem}")
-                failed.update(paths)
+                failed.update(names)
     for overlay in overlays:
         _apply_overlay(target, tree, overlay, skipped, problems)
-    return tree.plan(skipped, problems)
+    plan = tree.plan([p for ps in skipped.values() for p in ps], problems)
+    plan.skipped = list(dict.fromkeys(plan.skipped))
+    plan.skipped_by_patch = skipped
+    plan.partly_applied = sorted(partly.intersection(skipped))
+    return plan
 
 
-def _apply_overlay(target: Target, tree: _MemoryTree, overlay: Overlay, skipped: list[str],
+def _apply_overlay(target: Target, tree: _MemoryTree, overlay: Overlay, skipped: dict[str, list[str]],
                    problems: list[str]) -> None:  # fmt: skip
-    if not _installed(target, overlay.target):
-        skipped.append(overlay.target)
+    if not _installed(target, overlay.target, overlay.name):
+        skipped.setdefault(f"overlay:{overlay.name}", []).append(overlay.target)
         return
     current, mode = tree.get(overlay.target)
     if not base_matches(overlay, current):
@@ -210,7 +150,9 @@ def _apply_one(tree: _MemoryTree, fp) -> str | None:
     if fp.is_rename or fp.is_deleted:
         tree.files[fp.old_path] = (None, None)
     if fp.new_path:
-        tree.files[fp.new_path] = (new, _mode(fp.new_mode, old_mode or 0o644))
+        changes_mode = fp.is_new or fp.new_mode != fp.old_mode
+        mode = paths.file_mode(fp.new_mode if changes_mode else None, old_mode or 0o644, fp.path)
+        tree.files[fp.new_path] = (new, mode)
     return None
 
 
@@ -218,13 +160,23 @@ def _apply_one(tree: _MemoryTree, fp) -> str | None:
 
 
 def load_state(target: Target) -> dict | None:
+    """The applied-state record, or None. One that cannot be read is moved aside and reported."""
     path = target.state_dir / STATE_NAME
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text("utf-8"))
-    except ValueError as exc:
-        raise UserError(f"applied-state record is not JSON: {exc}", str(path)) from None
+        state = json.loads(path.read_bytes())
+        ok = isinstance(state["patches"], list) and all("post" in r for r in state["files"].values())
+        ok = ok and isinstance(state["series_dir"], str)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        ok = False
+    if ok:
+        return state
+    aside = path.with_name(f"{STATE_NAME}.unreadable-{time.strftime('%Y%m%dT%H%M%S')}")
+    os.replace(path, aside)
+    raise CheckFailed(f"{path} is not an applied-state record patchkit can read; moved it to {aside.name} "
+                      f"(the kept base bytes stay in {BASE_DIR}/): check the target's files "
+                      "(e.g. git status), then run the command again")  # fmt: skip
 
 
 def series_identity(entries: list[SeriesEntry], overlays: list[Overlay]) -> list[dict]:
@@ -234,10 +186,16 @@ def series_identity(entries: list[SeriesEntry], overlays: list[Overlay]) -> list
 
 
 def drift(target: Target, state: dict) -> list[str]:
-    """Files whose current bytes are not what the recorded apply left."""
+    """Files whose current bytes are not what the recorded apply left (kept ``.pyc`` aside)."""
     found = []
     for rel, rec in state["files"].items():
-        current, _ = _read(target.root / rel)
+        if rec.get("kind") == "pyc":
+            continue
+        try:
+            current, _ = read_file(safe_path(target, rel))
+        except UserError as exc:
+            found.append(f"{rel}: {exc}")
+            continue
         if sha256(current) != rec["post"]:
             now = sha256(current) or "absent"
             found.append(f"{rel}: changed since apply (recorded {rec['post'] or 'absent'}, now {now})")
@@ -255,17 +213,54 @@ def _record_change(target: Target, plan: Plan) -> tuple[str, bytes, bytes] | Non
     return str(dist.record.relative_to(target.root)), old, new
 
 
+def _compiled(target: Target, modules: list[str]) -> dict[str, tuple[bytes, int]]:
+    """The ``__pycache__`` files of ``modules`` now on disk: rel -> (bytes, mode)."""
+    found = {}
+    for rel in modules:
+        pycache = (target.root / rel).parent / "__pycache__"
+        for pyc in sorted(pycache.glob(f"{PurePosixPath(rel).stem}.*.pyc")) if pycache.is_dir() else []:
+            data, mode = read_file(pyc)
+            if data is not None:
+                found[str(pyc.relative_to(target.root))] = (data, mode)
+    return found
+
+
 # --------------------------------------------------------------------------- doing it
 
 
 def commit_plan(target: Target, plan: Plan, state: dict) -> list[str]:
-    """Write ``plan`` (plus RECORD and the new state, or its removal) through the journal;
-    then byte-compile. Returns notes for the user."""
+    """Write ``plan`` (plus RECORD, the removal of the modules' old ``.pyc`` — kept, so a reverse
+    puts them back byte for byte — and the new state) through the journal; then byte-compile."""
     changes = dict(plan.changes)
     if record := _record_change(target, plan):
         rel, old, new = record
-        changes[rel] = (old, new, _read(target.root / rel)[1], _read(target.root / rel)[1])
+        changes[rel] = (old, new, read_file(target.root / rel)[1], read_file(target.root / rel)[1])
+    modules = [rel for rel in plan.changes if rel.endswith(".py")]
+    compiled = _compiled(target, modules)
+    for rel, (data, mode) in compiled.items():
+        changes[rel] = (data, None, mode, None)
     require_writable(target, changes)
+    _keep_base_bytes(target, changes)
+    records = _file_records(target, changes)
+    for rel in compiled:
+        records[rel]["kind"] = "pyc"
+    created = {str(d.relative_to(target.root)) for rel in changes for d in _missing_dirs(target.root / rel)}
+    state = {
+        **state,
+        "files": records,
+        "skipped": plan.skipped_by_patch,
+        "partly_applied": plan.partly_applied,
+        "created_dirs": sorted(created),
+    }
+    _commit(target, changes, (json.dumps(state, indent=1) + "\n").encode())
+    return _after_commit(target, modules)
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    return [p for p in path.parents if not os.path.lexists(p)]
+
+
+def _keep_base_bytes(target: Target, changes: dict) -> None:
     base = target.state_dir / BASE_DIR
     try:
         base.mkdir(parents=True, exist_ok=True)
@@ -278,30 +273,30 @@ def commit_plan(target: Target, plan: Plan, state: dict) -> list[str]:
                 finally:
                     tmp.unlink(missing_ok=True)
     except OSError as exc:
-        raise UserError(
-            f"cannot keep the base bytes in {base}: {exc.strerror}; nothing was changed"
-        ) from None
+        reason = exc.strerror
+        raise UserError(f"cannot keep the base bytes in {base}: {reason}; nothing was changed") from None
+
+
+def _commit(target: Target, changes: dict, state_bytes: bytes | None) -> None:
     file_changes = [
         FileChange(target.root / rel, old, new, om, nm) for rel, (old, new, om, nm) in changes.items()
     ]
-    state = {**state, "files": _file_records(changes)}
     state_path = target.state_dir / STATE_NAME
-    state_bytes = (json.dumps(state, indent=1) + "\n").encode()
     old_state = state_path.read_bytes() if state_path.is_file() else None
-    file_changes.append(FileChange(state_path, old_state, state_bytes, 0o644, 0o644))
-    journal.commit(target.state_dir, file_changes)
-    return _after_commit(target, list(plan.changes))
+    file_changes.append(FileChange(state_path, old_state, state_bytes, None, 0o644))
+    journal.commit(target.state_dir, file_changes, target.root)
 
 
-def _file_records(changes: dict) -> dict:
-    return {rel: {"pre": sha256(old), "post": sha256(new), "pre_mode": om, "post_mode": nm}
-            for rel, (old, new, om, nm) in changes.items()}  # fmt: skip
+def _file_records(target: Target, changes: dict) -> dict:
+    records = {}
+    for rel, (old, new, om, nm) in changes.items():
+        records[rel] = {"pre": sha256(old), "post": sha256(new), "pre_mode": om, "post_mode": nm}
+        if old is not None:
+            records[rel]["pre_mtime_ns"] = os.lstat(target.root / rel).st_mtime_ns
+    return records
 
 
-def _after_commit(target: Target, rels: list[str]) -> list[str]:
-    modules = [rel for rel in rels if rel.endswith(".py")]
-    for rel in modules:
-        sitepackages.drop_stale_pyc(target.root, rel)
+def _after_commit(target: Target, modules: list[str]) -> list[str]:
     if target.dist is None or not modules:
         return []
     note = sitepackages.byte_compile(target.root, modules, target.dist.python)
@@ -320,21 +315,31 @@ def new_state(target: Target, series_dir: Path, identity: list[dict]) -> dict:
 
 
 def reverse_plan(target: Target, state: dict, force: bool) -> Plan:
-    """Every recorded file back to its pre-apply bytes (kept in ``<state>/base/``)."""
+    """Every recorded file back to its pre-apply bytes and mode (kept in ``<state>/base/``), the
+    modules' ``.pyc`` included; ``.pyc`` the apply compiled and nobody had before are removed.
+    ``problems``: files changed since apply (``force`` overrides); ``blocked``: kept bytes lost."""
     plan = Plan()
-    if not force:
-        plan.problems = drift(target, state)
     for rel, rec in state["files"].items():
-        current, mode = _read(safe_path(target, rel))
+        current, mode = read_file(safe_path(target, rel))  # read once: what the journal re-checks
+        if not force and rec.get("kind") != "pyc" and sha256(current) != rec["post"]:
+            now = sha256(current) or "absent"
+            plan.problems.append(
+                f"{rel}: changed since apply (recorded {rec['post'] or 'absent'}, now {now})"
+            )
+            continue
         old = None
         if rec["pre"] is not None:
             kept = target.state_dir / BASE_DIR / rec["pre"]
             old = kept.read_bytes() if kept.is_file() else None
             if sha256(old) != rec["pre"]:
-                plan.problems.append(f"{rel}: the kept base bytes {kept} are missing or corrupt")
+                plan.blocked.append(f"{rel}: its pre-apply bytes kept in {kept} are missing or corrupt")
                 continue
         if (current, mode) != (old, rec.get("pre_mode")):
             plan.changes[rel] = (current, old, mode, rec.get("pre_mode"))
+    modules = [rel for rel, rec in state["files"].items() if rel.endswith(".py") and rec.get("kind") != "pyc"]
+    for rel, (data, mode) in _compiled(target, modules).items():
+        if rel not in state["files"]:
+            plan.changes[rel] = (data, None, mode, None)
     return plan
 
 
@@ -354,18 +359,21 @@ def require_writable(target: Target, changes: dict) -> None:
             raise UserError(f"{rel}: read-only in {target.root}; nothing was changed")
 
 
-def commit_reverse(target: Target, plan: Plan) -> list[str]:
+def commit_reverse(target: Target, plan: Plan, state: dict) -> list[str]:
+    """Write the reverse plan and remove the state; then put back modification times (so the
+    restored ``.pyc`` stay valid), remove the directories the apply created and the kept bytes."""
     require_writable(target, plan.changes)
-    changes = [
-        FileChange(target.root / rel, old, new, om, nm) for rel, (old, new, om, nm) in plan.changes.items()
-    ]
-    state_path = target.state_dir / STATE_NAME
-    changes.append(FileChange(state_path, state_path.read_bytes(), None, 0o644, None))
-    journal.commit(target.state_dir, changes)
-    notes = _after_commit(target, list(plan.changes))
-    for kept in (target.state_dir / BASE_DIR).glob("*"):
-        kept.unlink()
-    return notes
+    _commit(target, plan.changes, None)
+    for rel, rec in state["files"].items():
+        if "pre_mtime_ns" in rec and (target.root / rel).is_file():
+            when = rec["pre_mtime_ns"]
+            with contextlib.suppress(OSError):
+                os.utime(target.root / rel, ns=(when, when), follow_symlinks=False)
+    for rel in sorted(state.get("created_dirs", []), key=lambda d: -d.count("/")):
+        with contextlib.suppress(OSError):
+            os.rmdir(target.root / paths.check_rel(target.root, rel))
+    shutil.rmtree(target.state_dir / BASE_DIR, ignore_errors=True)
+    return []
 
 
 def require_no_journal(target: Target) -> None:

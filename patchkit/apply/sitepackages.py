@@ -12,9 +12,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkit.errors import UserError
+from patchkit.errors import CheckFailed, UserError
 
 DIST_NAME = "vllm"
+QUERY_TIMEOUT = 60.0  # seconds for the target interpreter to list its distributions
+COMPILE_TIMEOUT = 300.0  # seconds to byte-compile the changed modules
 
 # Run by the target interpreter: print what importlib.metadata knows about the distribution.
 _LOCATE = r"""
@@ -52,9 +54,13 @@ class Distribution:
 
 def _query(python: str, args: list[str]) -> dict:
     try:
-        proc = subprocess.run([python, "-c", _LOCATE, DIST_NAME, *args], capture_output=True, timeout=60)
+        proc = subprocess.run(
+            [python, "-c", _LOCATE, DIST_NAME, *args], capture_output=True, timeout=QUERY_TIMEOUT
+        )
     except OSError as exc:
         raise UserError(f"cannot run the interpreter {python}: {exc.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise CheckFailed(f"{python} did not list its distributions within {QUERY_TIMEOUT:g} s") from None
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
         raise UserError(f"{python} could not list its distributions: {' '.join(tail)}")
@@ -147,11 +153,16 @@ def updated_record(record: bytes, record_prefix: str, changes: dict[str, bytes |
     return buffer.getvalue().encode("utf-8")
 
 
-def record_problems(dist_info: Path, root: Path) -> list[str]:
-    """RECORD rows whose hash or size does not match the file (rows without a hash are skipped)."""
+def record_problems(dist_info: Path, root: Path, only: set[str] | None = None) -> list[str]:
+    """RECORD rows whose hash or size does not match the file (rows without a hash are skipped);
+    ``only``: just the rows of these paths (what a series touched — hashing all of vllm takes seconds)."""
     problems = []
-    for row in csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))):
-        if len(row) < 3 or not row[1]:
+    try:
+        rows = list(csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        return [f"{dist_info / 'RECORD'} cannot be read as a RECORD: {exc}"]
+    for row in rows:
+        if len(row) < 3 or not row[1] or (only is not None and row[0] not in only):
             continue
         path = root / row[0]
         if not path.is_file():
@@ -187,7 +198,14 @@ def byte_compile(root: Path, modules: list[str], python: str | None) -> str | No
             except py_compile.PyCompileError as exc:
                 failed.append(f"{path}: {exc.msg.strip().splitlines()[-1]}")
         return f"byte-compile failed for {len(failed)} module(s): {failed[0]}" if failed else None
-    proc = subprocess.run([python, "-m", "py_compile", *files], capture_output=True)
+    try:
+        proc = subprocess.run(
+            [python, "-m", "py_compile", *files], capture_output=True, timeout=COMPILE_TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        return f"byte-compile with {python} timed out after {COMPILE_TIMEOUT:g} s (the modules are applied)"
+    except OSError as exc:
+        return f"byte-compile with {python} could not run: {exc.strerror}"
     if proc.returncode != 0:
         return f"byte-compile with {python} failed: {proc.stderr.decode(errors='replace').strip()[:200]}"
     return None

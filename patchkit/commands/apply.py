@@ -9,7 +9,8 @@ from pathlib import Path
 from patchkit import output
 from patchkit.apply import journal
 from patchkit.apply import plan as apply
-from patchkit.apply.lock import target_lock
+from patchkit.apply.lock import remove_if_idle, target_lock
+from patchkit.atomic import write_atomic
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
 from patchkit.series.files import load_entries, load_overlays, load_split_json
 
@@ -43,8 +44,14 @@ def resolve_target(
 
 
 def recover_note(target: apply.Target) -> None:
-    if note := journal.recover(target.state_dir):
-        output.info(f"recovered: {note}")
+    """Recover an interrupted transaction; CheckFailed when someone's edits were kept (partial)."""
+    if recovery := journal.recover(target.state_dir):
+        output.info(f"recovered: {recovery.note}")
+        for path in recovery.kept:
+            output.error(f"{path}: changed by someone else since the crash; kept")
+        if recovery.kept:
+            raise CheckFailed(f"recovery was partial: {len(recovery.kept)} file(s) kept as found; "
+                              "check them, then run the command again")  # fmt: skip
 
 
 def series_version(series_dir: Path) -> tuple[str | None, str]:
@@ -92,11 +99,13 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
         if recover:
             report["action"] = "recovered"
         elif reverse:
-            _reverse(target, check, force, report)
+            _reverse(target, series_dir, check, force, report)
         else:
             _apply(resolve_series_dir(series_dir), target, check, force, report)
+    if reverse and not check:
+        remove_if_idle(target.state_dir, keep=(apply.BASE_DIR,))
     if json_out is not None:
-        json_out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        write_atomic(json_out, json.dumps(report, indent=1) + "\n")
     return EXIT_OK
 
 
@@ -118,8 +127,8 @@ def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, rep
     if note := check_version(target, series_dir, force):
         output.info(note)
     plan = apply.plan_series(target, entries, overlays)
-    for rel in plan.skipped:
-        output.info(f"skipped (not part of the installed package): {rel}")
+    for name, rels in plan.skipped_by_patch.items():
+        output.info(f"skipped (not part of the installed package): {name}: {', '.join(rels)}")
     report.update(skipped=plan.skipped, problems=plan.problems, files=_files(plan))
     if plan.problems:
         for problem in plan.problems:
@@ -139,14 +148,26 @@ def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, rep
     report["action"] = "applied"
 
 
-def _reverse(target: apply.Target, check: bool, force: bool, report: dict) -> None:
+def _reverse(target: apply.Target, series_dir: Path | None, check: bool, force: bool, report: dict) -> None:
     state = apply.load_state(target)
     if state is None:
         output.info("nothing applied; nothing to reverse")
         report["action"] = "nothing-applied"
         return
+    if series_dir is not None:
+        identity = apply.series_identity(load_entries(series_dir), load_overlays(series_dir))
+        if [p for p in identity if not p["name"].startswith("overlay:")] != [
+            p for p in state["patches"] if not p["name"].startswith("overlay:")
+        ]:
+            raise CheckFailed(f"the series applied to {target.describe()} is from {state['series_dir']}, "
+                              f"not the patches in {series_dir}; nothing was changed")  # fmt: skip
     plan = apply.reverse_plan(target, state, force)
-    report.update(problems=plan.problems, files=_files(plan))
+    report.update(problems=plan.problems + plan.blocked, files=_files(plan))
+    if plan.blocked:
+        for problem in plan.blocked:
+            output.error(problem)
+        raise CheckFailed(f"cannot reverse: the pre-apply bytes of {len(plan.blocked)} file(s) are lost "
+                          "(restore them from the package or VCS by hand); nothing was changed")  # fmt: skip
     if plan.problems:
         for problem in plan.problems:
             output.error(problem)
@@ -157,7 +178,7 @@ def _reverse(target: apply.Target, check: bool, force: bool, report: dict) -> No
         output.info(f"check: reversing would restore {len(plan.changes)} file(s); nothing written")
         report["action"] = "check"
         return
-    for note in apply.commit_reverse(target, plan):
+    for note in apply.commit_reverse(target, plan, state):
         output.info(note)
     output.info(f"reversed the series from {state['series_dir']}: {len(plan.changes)} file(s) restored")
     report["action"] = "reversed"

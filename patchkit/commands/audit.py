@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchkit.atomic import write_atomic
 from patchkit.audit.engine import AuditOptions, exit_code, parse_shard, run_audit
 from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
@@ -154,7 +155,7 @@ def write_reports(result: AuditResult, outputs: Outputs, lang: str) -> list[Path
         path.parent.mkdir(parents=True, exist_ok=True)
     if outputs.json is not None:
         text = json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
-        outputs.json.write_text(text, encoding="utf-8")
+        write_atomic(outputs.json, text)
     if outputs.html or outputs.md or outputs.junit:
         render_all(result, html=outputs.html, md=outputs.md, junit=outputs.junit, lang=lang)
     return written

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import git, output
+from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import render_diff
 from patchkit.errors import EXIT_FAILED, EXIT_OK, CheckFailed, UserError
@@ -240,9 +241,10 @@ def write_rebased(out: Path, series, trailer: str) -> None:
         text = format_patch(sp, len(series.patches), render_diff(sp.files), series.commits)
         head, sep, tail = text.partition("\n---\n")
         path = out / sp.filename
-        path.write_bytes(f"{head}\n{trailer}{sep}{tail}".encode("utf-8", errors="surrogateescape"))
-        sp.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-    (out / SERIES_FILE).write_text("".join(f"{sp.filename}\n" for sp in series.patches))
+        data = f"{head}\n{trailer}{sep}{tail}".encode("utf-8", errors="surrogateescape")
+        write_atomic(path, data)
+        sp.sha256 = hashlib.sha256(data).hexdigest()
+    write_atomic(out / SERIES_FILE, "".join(f"{sp.filename}\n" for sp in series.patches))
 
 
 def check(new_tree: BaseTree, out: Path, expected: dict[str, bytes | None]) -> dict:
@@ -280,7 +282,7 @@ def _write_report(job: Job, path: Path) -> None:
 
 
 def _dump(path: Path, record: dict) -> None:
-    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
 
 def _tree(base: Path | None, pin_file: Path | None, flag: str) -> tuple[BaseTree, Pin]:

@@ -6,11 +6,20 @@ import time
 from pathlib import Path
 
 from patchkit import output
+from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
-from patchkit.series.files import SPLIT_JSON, load_entries, record_json, series_record, write_series
+from patchkit.series.files import (
+    SPLIT_JSON,
+    drop_stale,
+    load_entries,
+    record_json,
+    series_record,
+    write_series,
+)
 from patchkit.split.depends import compute_dependencies
+from patchkit.split.layout import check_layout
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
@@ -40,10 +49,12 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     started = time.perf_counter()
     if overlay_threshold is not None and not 0 < overlay_threshold <= 1:
         raise UserError(f"--overlay-threshold {overlay_threshold}: expected 0 < F <= 1, e.g. 0.6")
+    _check_out(out, replays)
     replay = parse_files(replays)
     tree, pin = resolve_base(base, pin_file)
     domains = load_rules(rules)
     prefix = _normalise_root(root) if root is not None else detect_prefix(replay, tree)
+    check_layout(replay, tree, prefix)
     meta = read_upstream(tree.root)
     if meta.missing:
         output.info(
@@ -55,21 +66,32 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
                           labels=meta.labels)  # fmt: skip
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
-        write_series(out, result.series, result.texts, result.overlays, record=False)  # written below
+        written = write_series(out, result.series, result.texts, result.overlays, record=False)  # below
         proof = prove(tree, load_entries(out), result.states)
     finally:
         result.finish()
     result.series.proof = proof.to_dict()
     record = record_json(series_record(result.series))
-    (out / SPLIT_JSON).write_text(record, encoding="utf-8")
+    write_atomic(out / SPLIT_JSON, record)
+    drop_stale(out, written)
     if json_out is not None:
-        json_out.write_text(record, encoding="utf-8")
+        write_atomic(json_out, record)
     output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)
     if not proof.ok:
         for line in proof.differences:
             output.error(f"proof: {line}")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _check_out(out: Path, replays: list[Path]) -> None:
+    """Refuse an ``--out`` that is a file or holds an input: split rewrites its directory."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file, not a directory")
+    home = out.resolve()
+    for replay in replays:
+        if replay.resolve().is_relative_to(home):
+            raise UserError(f"--out {out} holds the input {replay}; write the series to another directory")
 
 
 def _normalise_root(root: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from patchkit import output
 from patchkit.apply import plan as apply
 from patchkit.apply import sitepackages
 from patchkit.apply.lock import target_lock
+from patchkit.atomic import write_atomic
 from patchkit.commands.apply import recover_note, resolve_target
 from patchkit.errors import EXIT_FAILED, EXIT_OK
 from patchkit.series.files import load_entries, load_overlays
@@ -18,8 +20,12 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
         site_packages: Path | None, json_out: Path | None, lock_timeout: float) -> int:  # fmt: skip
     target = resolve_target(kind, path, python, site_packages)
     output.info(f"target: {target.describe()}")
-    with target_lock(target.state_dir, lock_timeout, target.describe()):
-        recover_note(target)
+    # nothing ever applied here: read-only, and no state dir is created (a reversed target stays clean)
+    lock = (target_lock(target.state_dir, lock_timeout, target.describe()) if target.state_dir.exists()
+            else contextlib.nullcontext())  # fmt: skip
+    with lock:
+        if target.state_dir.exists():
+            recover_note(target)
         state = apply.load_state(target)
         report = {"command": "status", "target": target.to_dict(), "applied": state is not None}
         problems: list[str] = []
@@ -27,26 +33,35 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
             output.info("nothing applied")
         else:
             problems = apply.drift(target, state)
-            names = [p["name"] for p in state["patches"]]
-            output.info(
-                f"applied: {len(names)} patch(es) from {state['series_dir']} at {state['applied_at']}"
-            )
-            for name in names:
-                output.info(f"  {name}")
+            skipped = state.get("skipped", {})
+            partly = state.get("partly_applied", [])
+            applied = [p["name"] for p in state["patches"] if p["name"] not in skipped or p["name"] in partly]
+            since = f"from {state['series_dir']} at {state['applied_at']}"
+            output.info(f"applied: {len(applied)} patch(es) {since}")
+            for patch in state["patches"]:
+                rels = skipped.get(patch["name"])
+                whole = patch["name"] not in partly
+                if rels is None:
+                    output.info(f"  {patch['name']}")
+                else:
+                    how = "skipped" if whole else "applied; skipped in part"
+                    outside = ", ".join(rels)
+                    output.info(f"  {patch['name']} ({how}, not part of the installed package: {outside})")
             if series_dir is not None:
                 problems += _compare_series(series_dir, state)
-            report.update(series_dir=state["series_dir"], patches=state["patches"], files=state["files"])
-        if target.dist is not None and target.dist.record.is_file():
-            problems += [
-                f"RECORD: {p}" for p in sitepackages.record_problems(target.dist.dist_info, target.root)
-            ]
+            report.update(series_dir=state["series_dir"], patches=state["patches"], files=state["files"],
+                          skipped=skipped, applied_patches=applied)  # fmt: skip
+            if target.dist is not None and target.dist.record.is_file():
+                touched = set(state["files"])
+                problems += [f"RECORD: {p}" for p in sitepackages.record_problems(
+                    target.dist.dist_info, target.root, only=touched)]  # fmt: skip
     report["problems"] = problems
     for problem in problems:
         output.error(f"drift: {problem}")
     if state is not None and not problems:
         output.info(f"consistent: all {len(state['files'])} recorded file(s) match their applied sha256")
     if json_out is not None:
-        json_out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        write_atomic(json_out, json.dumps(report, indent=1) + "\n")
     return EXIT_FAILED if problems else EXIT_OK
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from patchkit.diff.model import Commit, FilePatch, Hunk, Patch, Replay, Trailer
 from patchkit.errors import UserError
 
+NAME_MAX = 255  # bytes per path component (every common file system)
+
 _FROM_GIT = re.compile(r"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$")
 _GIT_LOG = re.compile(r"^commit ([0-9a-f]{40})(?: \(.*\))?$")
 _FROM_MBOX = re.compile(r"^From \S+ +\w{3} \w{3} +\d+ [\d:]+ \d{4}$")
@@ -169,6 +171,9 @@ def _parse_message(lines: list[str], name: str, offset: int) -> Patch:
 
 
 def _decode_header(value: str) -> str:
+    """RFC 2047 words decoded; raw bytes that are not UTF-8 (kept as surrogates when the file was
+    read) become U+FFFD, so a name can always be printed and written."""
+    value = value.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
     parts = []
     for chunk, charset in email.header.decode_header(value):
         if isinstance(chunk, bytes):
@@ -268,7 +273,19 @@ def parse_diff(lines: list[str], name: str, offset: int = 0) -> list[FilePatch]:
     for fp in files:
         if not fp.hunks and not fp.binary and not _is_header_only(fp):
             raise UserError(f"file {fp.path!r} has a header but no hunks", fp.source)
+        for path in (fp.old_path, fp.new_path):
+            _check_path(path, fp.source)
     return files
+
+
+def _check_path(path: str | None, where: str) -> None:
+    """A path no file system can hold is bad input here, not an OSError later."""
+    if path is None:
+        return
+    if "\0" in path:
+        raise UserError(f"path {path!r} holds a NUL byte", where)
+    if any(len(part.encode("utf-8", errors="surrogateescape")) > NAME_MAX for part in path.split("/")):
+        raise UserError(f"path {path[:60]!r}...: a component is longer than {NAME_MAX} bytes", where)
 
 
 def _is_header_only(fp: FilePatch) -> bool:

@@ -20,6 +20,7 @@ from patchkit.diff.hunks import (
     HunkMismatch,
     apply_file_patch,
     apply_hunks,
+    hunk_sides,
     join_lines,
     splice_plan,
     split_lines,
@@ -32,6 +33,8 @@ from patchkit.series.files import load_entries, load_split_json
 from patchkit.series.model import Series, SplitPatch
 from patchkit.values import Pin
 
+UPSTREAM_WINDOW = 10  # lines: how far from the patch's place its result may sit and count as upstream
+EVIDENCE_LINES = 12  # lines of the new base shown as evidence for "already upstream"
 MARKER = re.compile(r"^(<{7}|>{7}|\|{7})( |$)|^={7}$")
 
 
@@ -213,19 +216,63 @@ def classify_hunk(path: str, index: int, hunk: Hunk, old: bytes, new_lines: list
         return outcome
     except HunkMismatch as mismatch:
         outcome.mismatch, outcome.mismatch_text = mismatch.to_dict(), str(mismatch)
-    try:
-        splice_plan(new_lines, [reverse_hunk(hunk)], path)
+    if (found := upstream_at(hunk, new_lines)) is not None:
+        at, where = found
+        result = hunk_sides(hunk)[1]
         outcome.status = "already-upstream"
-        outcome.note = "the new base already has the hunk's result; dropped"
+        lines = f"{at + 1}-{at + len(result)}"
+        outcome.note = f"the new base already has the hunk's result at lines {lines} ({where}); dropped"
+        outcome.evidence = [
+            f"{at + 1 + k}: {ln.rstrip(chr(10))}" for k, ln in enumerate(result[:EVIDENCE_LINES])
+        ]
         return outcome
-    except HunkMismatch:
-        pass
     old_lines = split_lines(old)
     alone = join_lines(apply_hunks(old_lines, [hunk], path))
     merged, conflicts = git.merge_file(join_lines(new_lines), old, alone, ("new base", "old base", "patch"))
     outcome.status = "conflict" if conflicts else "merged"
     outcome.conflicts = conflict_sides(merged) if conflicts else []
     return outcome
+
+
+def upstream_at(hunk: Hunk, new_lines: list[str]) -> tuple[int, str] | None:
+    """Where the new base holds the hunk's result *at the hunk's place* — inside the function its
+    header names, else within ``UPSTREAM_WINDOW`` lines of where the patch put it — and how that
+    place was found. The same lines elsewhere in the file (another function) are no evidence."""
+    result = hunk_sides(hunk)[1]
+    if not result:
+        return None
+    found = [i for i in range(len(new_lines) - len(result) + 1) if new_lines[i : i + len(result)] == result]
+    expected = max(hunk.new_start - 1, 0)
+    if bounds := _function_bounds(hunk.section, new_lines, expected):
+        start, end = bounds
+        inside = [i for i in found if start <= i < end]
+        return (
+            (min(inside, key=lambda i: abs(i - expected)), f"in {hunk.section.strip()}") if inside else None
+        )
+    near = [i for i in found if abs(i - expected) <= UPSTREAM_WINDOW]
+    if not near:
+        return None
+    return min(
+        near, key=lambda i: abs(i - expected)
+    ), f"within {UPSTREAM_WINDOW} lines of line {expected + 1}"
+
+
+def _function_bounds(section: str, lines: list[str], expected: int) -> tuple[int, int] | None:
+    """(header line, end) of the block the hunk header names — the nearest such line to
+    ``expected``; the block ends at the next line indented no deeper than its header."""
+    head = section.strip()
+    if not head:
+        return None
+    starts = [i for i, ln in enumerate(lines) if ln.strip().startswith(head)]
+    if not starts:
+        return None
+    start = min(starts, key=lambda i: abs(i - expected))
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    for end in range(start + 1, len(lines)):
+        text = lines[end]
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            return start, end
+    return start, len(lines)
 
 
 def reverse_hunk(hunk: Hunk) -> Hunk:

@@ -32,6 +32,7 @@ class HunkOutcome(JsonMixin):
     mismatch: dict[str, Any] | None = None  # patchtext.HunkMismatch.to_dict() against the new base
     mismatch_text: str = ""  # its one-line message: expected, found, closest match
     conflicts: list[ConflictSides] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)  # already-upstream: the new base's lines, numbered
 
 
 @dataclass

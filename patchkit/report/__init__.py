@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from patchkit.atomic import write_atomic
 from patchkit.audit.model import AuditResult
 
 
@@ -14,16 +15,16 @@ def render_all(
     junit: Path | None = None,
     lang: str = "en",
 ) -> None:
-    """Write every report asked for; files are written whole (UTF-8)."""
+    """Write every report asked for; each file whole or not at all (temp file + rename; UTF-8)."""
     if html is not None:
         from patchkit.report.html import render_html
 
-        html.write_text(render_html(result, lang), encoding="utf-8")
+        write_atomic(html, render_html(result, lang))
     if md is not None:
         from patchkit.report.markdown import render_markdown
 
-        md.write_text(render_markdown(result, lang), encoding="utf-8")
+        write_atomic(md, render_markdown(result, lang))
     if junit is not None:
         from patchkit.report.junit import render_junit
 
-        junit.write_text(render_junit(result, lang), encoding="utf-8")
+        write_atomic(junit, render_junit(result, lang))

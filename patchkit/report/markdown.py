@@ -79,7 +79,7 @@ def _render(
         + " | "
         + t("ui.verdict", lang)
         + " | "
-        + " | ".join(gates)
+        + " | ".join(_cell(g) for g in gates)
         + " | "
         + t("ui.priority", lang)
         + " |"

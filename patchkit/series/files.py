@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import __version__
+from patchkit.atomic import write_atomic
 from patchkit.diff.hunks import diffstat
 from patchkit.diff.model import Commit, Patch
 from patchkit.diff.parse import parse_text, read_text
@@ -23,6 +24,7 @@ from patchkit.series.overlays import OVERLAY_DIR, Overlay, load_overlay, write_o
 
 SERIES_FILE = "series"
 SPLIT_JSON = "split.json"
+MANIFEST = ".patchkit-split.json"  # what split wrote here, so it removes only its own files
 OVERLAY_KEYWORD = "overlay"
 
 
@@ -102,38 +104,62 @@ def _address(name: str, mail: str) -> str:
 
 def write_series(out: Path, series: Series, texts: dict[str, str],
                  overlays: dict[str, Overlay] | None = None, record: bool = True) -> list[Path]:  # fmt: skip
-    """Write every patch and overlay, the ``series`` file and (``record``) ``split.json``; drop
-    stale files of ours.
+    """Write every patch and overlay, the ``series`` file and (``record``) ``split.json``, each
+    whole or not at all; then drop the files an earlier split wrote (listed in its manifest) that
+    this one did not — never a file patchkit did not write.
 
     ``overlays`` maps each name in a patch's ``overlays`` (``overlays/<stem>.toml``) to its overlay;
     a patch left with no diff of its own is not written: its overlays stand in its place."""
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the series directory {out}: {exc.strerror}") from None
     overlays = overlays or {}
     keep = {sp.filename for sp in series.patches if sp.files or not sp.overlays}
-    for stale in out.glob("[0-9][0-9][0-9][0-9]-*.patch"):
-        if stale.name not in keep:
-            stale.unlink()
-    listed = {Path(name).stem for sp in series.patches for name in sp.overlays}
-    for stale in (out / OVERLAY_DIR).glob("[0-9][0-9][0-9][0-9]-*"):
-        if stale.suffix in (".toml", ".new") and stale.stem not in listed:
-            stale.unlink()
     written = []
     lines = []
     for sp in series.patches:
         if sp.filename in keep:
             text = format_patch(sp, len(series.patches), texts[sp.filename], series.commits)
-            path = out / sp.filename
-            path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
-            sp.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-            written.append(path)
+            data = text.encode("utf-8", errors="surrogateescape")
+            write_atomic(out / sp.filename, data)
+            sp.sha256 = hashlib.sha256(data).hexdigest()
+            written.append(out / sp.filename)
             lines.append(f"{sp.filename}\n")
         for name in sp.overlays:
             written += write_overlay(out / OVERLAY_DIR, Path(name).stem, overlays[name])
             lines.append(f"{OVERLAY_KEYWORD} {name}\n")
-    (out / SERIES_FILE).write_text("".join(lines))
+    write_atomic(out / SERIES_FILE, "".join(lines))
     if record:
-        (out / SPLIT_JSON).write_text(record_json(series_record(series)), encoding="utf-8")
+        write_atomic(out / SPLIT_JSON, record_json(series_record(series)))
+        drop_stale(out, written)
     return written
+
+
+def drop_stale(out: Path, written: list[Path]) -> None:
+    """Record what this split wrote (the manifest), then remove what the previous one wrote and
+    this one did not. Called once ``series`` and ``split.json`` name only the new files."""
+    before = _manifest(out)
+    now = sorted({str(p.relative_to(out)) for p in written} | {SERIES_FILE, SPLIT_JSON})
+    write_atomic(out / MANIFEST, json.dumps({"written_by": "patchkit split", "files": now}, indent=1) + "\n")
+    for stale in sorted(before - set(now)):
+        (out / stale).unlink(missing_ok=True)
+
+
+def _manifest(out: Path) -> set[str]:
+    """What the previous split wrote into ``out`` (safe relative names only); empty when unknown."""
+    try:
+        names = json.loads((out / MANIFEST).read_text("utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    safe = set()
+    for name in names if isinstance(names, list) else []:
+        parts = Path(name).parts if isinstance(name, str) else ("..",)
+        if parts and ".." not in parts and not Path(name).is_absolute() and len(parts) <= 2:
+            safe.add(name)
+    return safe
 
 
 def record_json(record: object) -> str:

@@ -16,6 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from patchkit.atomic import write_atomic
 from patchkit.diff.hunks import split_lines
 from patchkit.diff.model import FilePatch
 from patchkit.errors import UserError
@@ -86,16 +87,14 @@ def write_overlay(directory: Path, stem: str, overlay: Overlay) -> list[Path]:
     """``<stem>.toml`` and its content file ``<stem>.new`` in ``directory``; returns both paths."""
     directory.mkdir(parents=True, exist_ok=True)
     content = directory / f"{stem}.new"
-    content.write_bytes(overlay.content)
+    write_atomic(content, overlay.content)
     fields = {"target": overlay.target, "base_sha256": overlay.base_sha256, "content": content.name,
               "content_sha256": hashlib.sha256(overlay.content).hexdigest()}  # fmt: skip
     if overlay.reason:
         fields["reason"] = overlay.reason
     toml = directory / f"{stem}.toml"
     # a JSON string is a valid TOML basic string
-    toml.write_text(
-        "".join(f"{k} = {json.dumps(v, ensure_ascii=False)}\n" for k, v in fields.items()), "utf-8"
-    )
+    write_atomic(toml, "".join(f"{k} = {json.dumps(v, ensure_ascii=False)}\n" for k, v in fields.items()))
     return [toml, content]
 
 
