@@ -162,3 +162,22 @@ def test_plain_progress_lines_for_logs(tmp_path):
         "[2/4] 0002-x.patch tests on base: 12/296 tests"
     )
     assert lines[1].endswith("[2/4] 0002-x.patch tests: passed (61.2 s)")
+
+
+def test_a_base_run_that_times_out_does_not_run_the_patched_side(tmp_path, cache, monkeypatch):
+    from patchkit.audit.gates import tests as tests_module
+
+    sides, real_side = [], tests_module._side
+    monkeypatch.setattr(tests_module, "_side", lambda *args: sides.append(args[5]) or real_side(*args))
+    diff = file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env"))
+    base, pin, series = build(tmp_path, {"0001-calc.patch": patch_text(diff, trailers=SIGN)})
+    settings = TestSettings(
+        python=sys.executable, base_root=base.root, base_hash=pin.tree_hash, test_timeout=0.01
+    )
+    events = []
+    options = AuditOptions(gates=["apply", "tests"], settings={"tests": settings}, progress=events.append)
+    result = fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
+    assert gate(result, 0).status == "could-not-run"
+    assert gate(result, 0).summary == "base run: timeout: pytest did not finish in 0.01 s"
+    assert sides == ["base"]  # the patched tree was never run: there is nothing to compare it with
+    assert result.patches[0].verdict == "incomplete"

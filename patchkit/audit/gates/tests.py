@@ -229,6 +229,10 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     work = Path(tempfile.mkdtemp(prefix="patchkit-tests-", dir=_work_root()))
     try:
         base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress)
+        if isinstance(base_side, NoReport):  # nothing to compare with: the patched run would be wasted
+            return result(
+                cannot, "gate.tests.base-run", {"error": base_side.message.to_dict()}, selection=selection
+            )
         patch_side = _side(settings, post, selection, env_info, work, "patch", progress)
     finally:
         shutil.rmtree(work, ignore_errors=True)
