@@ -62,7 +62,8 @@ def _run(fn, *args, json_out: Path | None = None) -> None:
         code = fn(*args)
     except UserError as exc:
         print(f"patchkit: error: {exc.line()}", file=sys.stderr)
-        if json_out is not None:
+        # an error about the JSON file itself (e.g. a full disk) keeps its previous version
+        if json_out is not None and not any(str(p) in exc.line() for p in (json_out, json_out.resolve())):
             _write_error(json_out, exc)
         raise typer.Exit(exc.exit_code) from None
     raise typer.Exit(code)
