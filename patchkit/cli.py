@@ -95,23 +95,15 @@ def split(
     overlay_threshold: Annotated[
         Optional[float], typer.Option(help="0 < F <= 1: new or rewritten (share >= F) files become overlays")
     ] = None,
+    author: Annotated[
+        Optional[str], typer.Option(help='"Name <email>" for patches from plain diffs (default: git config)')
+    ] = None,
 ) -> None:
     """Split a tangled replay into one patch per domain and prove nothing was lost."""
     from patchkit.commands import split as command
 
-    _run(
-        command.run,
-        replays,
-        base,
-        pin,
-        rules,
-        out,
-        explain,
-        json_out,
-        root,
-        overlay_threshold,
-        json_out=json_out,
-    )
+    _run(command.run, replays, base, pin, rules, out, explain, json_out, root, overlay_threshold, author,
+         json_out=json_out)  # fmt: skip
 
 
 @app.command()
@@ -165,12 +157,18 @@ def apply_(
     ] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
     lock_timeout: Annotated[float, typer.Option(help="seconds to wait for the target lock")] = 30,
+    strict_index: Annotated[
+        bool,
+        typer.Option(
+            "--strict-index", help="refuse a file that is not the preimage blob its index line names"
+        ),
+    ] = False,
 ) -> None:
     """Apply a series (and overlays) to a checkout or an installed vllm, all or nothing."""
     from patchkit.commands import apply as command
 
     _run(command.run, series_dir, target, path, python, site_packages, check, reverse, recover, force,
-         json_out, lock_timeout, json_out=json_out)  # fmt: skip
+         json_out, lock_timeout, strict_index, json_out=json_out)  # fmt: skip
 
 
 @app.command()

@@ -35,13 +35,15 @@ def run(
     *,
     input: bytes | None = None,
     check: bool = True,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git ARGS`` and return the completed process (stdout/stderr as bytes); a git that
-    hangs (a network fetch, a lock) is stopped after ``timeout_for(args)`` — one CheckFailed line."""
-    env = {**os.environ, **_ENV}
+    hangs (a network fetch, a lock) is stopped after ``timeout_for(args)`` — one CheckFailed line.
+    ``env`` adds variables such as GIT_DIR / GIT_INDEX_FILE."""
+    full_env = {**os.environ, **_ENV, **(env or {})}
     seconds = timeout_for(args)
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=env,
+        proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=full_env,
                               timeout=seconds)  # fmt: skip
     except subprocess.TimeoutExpired:
         where = f" in {cwd}" if cwd else ""

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from patchkit import git
 from patchkit.cli import app
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apply"
@@ -103,14 +104,20 @@ def test_preimage_mismatch_changes_nothing(tmp_path: Path) -> None:
     assert tree_digest(tree) == before  # pool.py of patch 1 untouched too
 
 
-def test_blob_mismatch_outside_hunks_is_refused(tmp_path: Path) -> None:
+def test_blob_mismatch_outside_hunks_is_a_warning_like_git(tmp_path: Path) -> None:
+    """git apply ignores an ``index`` line that names another preimage while the context matches."""
     tree, series = make_checkout(tmp_path)
     pool = tree / "vllm/pool.py"
     pool.write_text(pool.read_text().replace("LIMIT = 16", "LIMIT = 32"))
-    before = tree_digest(tree)
+    witness = tmp_path / "witness"
+    shutil.copytree(tree, witness, ignore=shutil.ignore_patterns(".git"))
+    for name in (series / "series").read_text().split():
+        assert git.apply((series / name).read_bytes(), witness).returncode == 0
     code, out = run("apply", str(series), "--target", "checkout", "--path", str(tree))
-    assert code == 1 and "vllm/pool.py: differs from the preimage blob 9fc2e87" in out
-    assert tree_digest(tree) == before
+    assert code == 0 and "warning: vllm/pool.py: not the preimage blob 9fc2e87" in out
+    assert "LIMIT = 32" in pool.read_text()
+    for path in ("vllm/pool.py", "vllm/envs.py"):
+        assert (tree / path).read_bytes() == (witness / path).read_bytes()
 
 
 def _series_touching(tmp_path: Path, path: str) -> Path:

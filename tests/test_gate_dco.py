@@ -3,8 +3,9 @@ from fixtures.audit.builder import file_diff, patch_text
 
 from patchkit.audit.gates import PatchUnderAudit
 from patchkit.audit.gates.dco import check_commit, dco_gate, identity
+from patchkit.diff.mail import parse_trailers
 from patchkit.diff.model import Commit, Trailer
-from patchkit.diff.parse import parse_text, parse_trailers
+from patchkit.diff.parse import parse_text
 from patchkit.report.i18n import message_text
 from patchkit.report.words import gate_summary
 

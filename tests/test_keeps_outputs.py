@@ -17,7 +17,8 @@ import pytest
 from test_journal import invoke, make_checkout
 
 from patchkit import cache, git
-from patchkit.diff.parse import parse_diff, parse_text
+from patchkit.diff.filediff import parse_diff
+from patchkit.diff.parse import parse_text
 from patchkit.errors import CheckFailed
 from patchkit.rebase.merge import classify_hunk
 

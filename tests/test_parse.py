@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from patchkit import cli
-from patchkit.diff.parse import parse_files, parse_text, parse_trailers
+from patchkit.diff.mail import parse_trailers
+from patchkit.diff.parse import parse_files, parse_text
 from patchkit.errors import UserError
 
 ONE = """\

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from patchkit.diff.filediff import parse_diff
 from patchkit.diff.hunks import HunkMismatch, apply_file_patch, render_file_patch
 from patchkit.diff.model import FilePatch, Hunk
-from patchkit.diff.parse import parse_diff
 
 NL = "\\ No newline at end of file"
 
@@ -28,8 +28,8 @@ def test_applies_at_offset_nearest_first() -> None:
 
 def test_offset_carries_to_later_hunks_and_hunks_stay_in_order() -> None:
     base = lines(20)
-    h1 = Hunk(10, 1, 10, 1, ["-line 10", "+ten"])
-    h2 = Hunk(3, 1, 3, 1, ["-line 3", "+three"])  # its preimage only exists before hunk 1's spot
+    h1 = Hunk(10, 2, 10, 2, ["-line 10", "+ten", " line 11"])
+    h2 = Hunk(3, 2, 3, 2, ["-line 3", "+three", " line 4"])  # its preimage only exists before hunk 1's spot
     with pytest.raises(HunkMismatch) as info:
         apply_file_patch(base, fp_of(h1, h2))
     assert info.value.hunk_index == 1
@@ -48,8 +48,12 @@ def test_hunk_at_line_one_must_match_at_start() -> None:
     with pytest.raises(HunkMismatch):
         apply_file_patch(base, fp_of(hunk))  # the text is there at line 2, but not at the start
     assert apply_file_patch(lines(5), fp_of(hunk)) == b"line 1\ntwo\n" + lines(3, 3)
-    no_context = Hunk(1, 1, 1, 1, ["-line 2", "+two"])  # without context it may move
-    assert apply_file_patch(base, fp_of(no_context)) == b"header\nline 1\ntwo\n" + lines(3, 3)
+    no_context = Hunk(1, 1, 1, 1, ["-line 2", "+two"])  # git (no --unidiff-zero): at the start too
+    with pytest.raises(HunkMismatch):
+        apply_file_patch(base, fp_of(no_context))
+    no_trailing = Hunk(3, 2, 3, 2, [" line 2", "-line 3", "+three"])  # no trailing context: at the end
+    with pytest.raises(HunkMismatch):
+        apply_file_patch(base, fp_of(no_trailing))
 
 
 def test_hunk_without_trailing_context_must_match_at_end() -> None:
@@ -81,7 +85,7 @@ def test_new_and_deleted_files() -> None:
 
 def test_mismatch_message_names_hunk_expected_found_closest() -> None:
     base = lines(30)
-    ok = Hunk(2, 1, 2, 1, ["-line 2", "+two"])
+    ok = Hunk(2, 2, 2, 2, ["-line 2", "+two", " line 3"])
     bad = Hunk(10, 3, 10, 3, [" line 20", "-line 21", "+x", " line 99"])
     with pytest.raises(HunkMismatch) as info:
         apply_file_patch(base, fp_of(ok, bad, path="pkg/m.py"))

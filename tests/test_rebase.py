@@ -63,7 +63,8 @@ def test_clean_merged_and_already_upstream(tmp_path: Path, monkeypatch, capsys) 
     text = (out / "0003-charlie.patch").read_text()
     assert "From: Ann Author <ann@example.com>" in text
     assert "Signed-off-by: Ann Author <ann@example.com>" in text
-    assert "Patchkit-Rebased-From: path " in text
+    # a series patchkit did not write keeps its names, subjects and headers (issue 15)
+    assert "Subject: [PATCH] feature flag and eleven" in text and "Patchkit-" not in text
     assert "+FEATURE = True" not in text and "+eleven = 111" in text  # the upstream hunk is dropped
     assert json.loads((out / "rebase.json").read_text())["proof"]["ok"] is True
     assert not (out / ".rebase").exists()
@@ -88,7 +89,7 @@ def test_all_upstream_patch_is_dropped(tmp_path: Path, monkeypatch) -> None:
     assert run_cli(args, monkeypatch) == 0
     first = json.loads(js.read_text())["patches"][0]
     assert first["status"] == "dropped" and first["hunks"][0]["status"] == "already-upstream"
-    assert (out / "series").read_text() == "0001-bravo.patch\n0002-charlie.patch\n"
+    assert (out / "series").read_text() == "0002-bravo.patch\n0003-charlie.patch\n"  # its own names
 
 
 def conflict_run(tmp_path: Path, monkeypatch) -> tuple[Path, dict]:
@@ -173,3 +174,22 @@ def test_refuses_new_rebase_while_one_is_in_progress(tmp_path: Path, monkeypatch
     out, _ = conflict_run(tmp_path, monkeypatch)
     assert run_cli(rebase_args("series-conflict", out), monkeypatch) == 2
     assert "rebase is in progress" in capsys.readouterr().err
+
+
+def test_a_quilt_series_of_user_files_keeps_names_and_headers(tmp_path: Path, monkeypatch) -> None:
+    series = tmp_path / "quilt"
+    series.mkdir()
+    names = []
+    for source in sorted((FIXTURES / "series-clean").glob("*.patch")):
+        name = source.name.split("-", 1)[1].replace(".patch", ".diff")  # "alpha.diff": no number
+        (series / name).write_bytes(source.read_bytes())
+        names.append(name)
+    (series / "series").write_text("# the fork's own order\n" + "".join(f"{n} -p1\n" for n in names))
+    out = tmp_path / "out"
+    args = ["rebase", str(series), "--from-base", str(FIXTURES / "old"), "--to-base", str(FIXTURES / "new"),
+            "--out", str(out)]  # fmt: skip
+    assert run_cli(args, monkeypatch) == 0
+    assert (out / "series").read_text().split() == names
+    for name in names:
+        old, new = (series / name).read_text(), (out / name).read_text()
+        assert old.split("\n---\n")[0] == new.split("\n---\n")[0]  # header and message untouched

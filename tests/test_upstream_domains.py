@@ -139,8 +139,8 @@ def test_rules_file_extends_the_defaults_unless_replace(tmp_path: Path) -> None:
 
 def test_unclaimed_changes_are_all_listed_with_the_fallback_snippet(tmp_path: Path) -> None:
     from patchkit.base.tree import BaseTree
+    from patchkit.diff.filediff import parse_diff
     from patchkit.diff.model import Patch, Replay
-    from patchkit.diff.parse import parse_diff
     from patchkit.split.replay import split_replay
 
     base = tmp_path / "base"

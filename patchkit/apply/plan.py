@@ -21,7 +21,8 @@ from patchkit.apply.journal import FileChange, sha256
 from patchkit.apply.target import Target, read_file, safe_path
 from patchkit.apply.target import checkout_target as checkout_target
 from patchkit.apply.target import site_packages_target as site_packages_target
-from patchkit.diff.hunks import HunkMismatch, apply_file_patch, preimage_matches
+from patchkit.diff.engine import State, apply_files
+from patchkit.diff.hunks import HunkMismatch
 from patchkit.errors import CheckFailed, UserError
 from patchkit.series.files import SeriesEntry
 from patchkit.series.overlays import Overlay, base_matches, mismatch
@@ -46,6 +47,7 @@ class Plan:
     skipped_by_patch: dict[str, list[str]] = field(default_factory=dict)  # outside the package
     blocked: list[str] = field(default_factory=list)  # reverse: kept bytes missing
     partly_applied: list[str] = field(default_factory=list)  # patches skipped only in part
+    warnings: list[str] = field(default_factory=list)  # applied as git would, but worth a look
 
 
 class _MemoryTree:
@@ -77,44 +79,49 @@ def _installed(target: Target, rel: str, where: str | None = None) -> bool:
     return target.dist is None or parts[0] in target.dist.top_level
 
 
-def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overlay]) -> Plan:
-    """Apply every patch and listed overlay in series order, then every unlisted overlay, in memory;
-    preimages checked everywhere."""
+def plan_series(target: Target, entries: list[SeriesEntry], overlays: list[Overlay],
+                strict_index: bool = False) -> Plan:  # fmt: skip
+    """Apply every patch and listed overlay in series order, then every unlisted overlay, in memory,
+    each commit's files through the shared engine; preimages checked everywhere."""
     tree = _MemoryTree(target)
     skipped: dict[str, list[str]] = {}
     problems: list[str] = []
+    warnings: list[str] = []
     failed: set[str] = set()
     partly: set[str] = set()  # patches with a file inside the package
     for entry in entries:
         if entry.overlay is not None:
             _apply_overlay(target, tree, entry.overlay, skipped, problems)
             continue
-        for fp in (fp for patch in entry.patches for fp in patch.files):
-            names = [p for p in (fp.old_path, fp.new_path) if p]
-            inside = [_installed(target, p, str(entry.path)) for p in names]
-            if not all(inside):
-                if any(inside):
-                    raise UserError(f"{fp.old_path} -> {fp.new_path}: the patch moves a file between "
-                                    "the installed package and outside it", str(entry.path))  # fmt: skip
-                listed = skipped.setdefault(entry.name, [])
-                listed[:] = list(dict.fromkeys([*listed, *names]))
-                continue
-            partly.add(entry.name)
-            if failed.intersection(names):
-                continue
+        for patch in entry.patches:
+            files = []
+            for fp in patch.files:
+                names = [p for p in (fp.old_path, fp.new_path) if p]
+                inside = [_installed(target, p, str(entry.path)) for p in names]
+                if not all(inside):
+                    if any(inside):
+                        raise UserError(f"{fp.old_path} -> {fp.new_path}: the patch moves a file between "
+                                        "the installed package and outside it", str(entry.path))  # fmt: skip
+                    listed = skipped.setdefault(entry.name, [])
+                    listed[:] = list(dict.fromkeys([*listed, *names]))
+                    continue
+                partly.add(entry.name)
+                if not failed.intersection(names):
+                    files.append(fp)
             try:
-                problem = _apply_one(tree, fp)
+                problem = _apply_one(tree, files, warnings, strict_index)
             except UserError as exc:
                 raise UserError(str(exc), str(entry.path)) from None
             if problem:
                 problems.append(f"{entry.name}: {problem}")
-                failed.update(names)
+                failed.update(p for fp in files for p in (fp.old_path, fp.new_path) if p)
     for overlay in overlays:
         _apply_overlay(target, tree, overlay, skipped, problems)
     plan = tree.plan([p for ps in skipped.values() for p in ps], problems)
     plan.skipped = list(dict.fromkeys(plan.skipped))
     plan.skipped_by_patch = skipped
     plan.partly_applied = sorted(partly.intersection(skipped))
+    plan.warnings = warnings
     return plan
 
 
@@ -130,29 +137,20 @@ def _apply_overlay(target: Target, tree: _MemoryTree, overlay: Overlay, skipped:
     tree.files[overlay.target] = (overlay.content, mode or 0o644)
 
 
-def _apply_one(tree: _MemoryTree, fp) -> str | None:
-    old, old_mode = tree.get(fp.old_path) if fp.old_path else (None, None)
-    if fp.is_new and tree.get(fp.new_path)[0] is not None:
-        return f"{fp.new_path}: the patch creates it but it already exists"
-    if fp.is_rename and tree.get(fp.new_path)[0] is not None:  # tree.get also checks the path is safe
-        return f"{fp.new_path}: the patch renames {fp.old_path} onto it but it already exists"
-    if not fp.is_new and old is None:
-        return f"{fp.old_path}: the patch changes it but it does not exist"
+def _apply_one(tree: _MemoryTree, files: list, warnings: list[str], strict_index: bool) -> str | None:
+    """One commit's files through the shared engine; the first reason it does not apply, if any."""
+
+    def read(rel: str) -> State:
+        data, mode = tree.get(rel)  # tree.get also checks the path is safe
+        return data, (None if mode is None else "100755" if mode & 0o111 else "100644")
+
     try:
-        new = apply_file_patch(old, fp)
-    except HunkMismatch as exc:
+        outcome = apply_files(files, read, strict_index=strict_index)
+    except (HunkMismatch, ValueError) as exc:
         return str(exc)
-    except ValueError as exc:
-        return str(exc)
-    if not preimage_matches(fp, old):
-        return (f"{fp.path}: differs from the preimage blob {fp.old_blob} the patch was made "
-                "against (the hunks' context still matches, other lines differ)")  # fmt: skip
-    if fp.is_rename or fp.is_deleted:
-        tree.files[fp.old_path] = (None, None)
-    if fp.new_path:
-        changes_mode = fp.is_new or fp.new_mode != fp.old_mode
-        mode = paths.file_mode(fp.new_mode if changes_mode else None, old_mode or 0o644, fp.path)
-        tree.files[fp.new_path] = (new, mode)
+    warnings.extend(outcome.warnings)
+    for rel, (data, mode) in outcome.files.items():
+        tree.files[rel] = (data, paths.file_mode(mode, 0o644, rel) if data is not None else None)
     return None
 
 

@@ -57,8 +57,12 @@ class BaseTree:
 def detect_prefix(replay: Replay, base: BaseTree) -> str:
     """The prefix that roots the replay's paths in the base ('' or 'vllm/'); ambiguity is an error."""
     preimages = _preimage_paths(replay)
-    if not preimages:
-        return "" if _looks_repo_rooted(replay) else "vllm/"
+    if not preimages:  # nothing to match against the base: the root is never guessed
+        raise UserError(
+            "the replay only adds new files, so nothing in the base shows where its paths are rooted; "
+            "pass --root (--root . for repository paths, --root vllm for package paths)",
+            replay.sources[0] if replay.sources else None,
+        )
     fits = []
     for prefix in CANDIDATE_ROOTS:
         missing = [p for p in preimages if not base.exists(prefix + p)]
@@ -91,11 +95,6 @@ def _preimage_paths(replay: Replay) -> list[str]:
             if fp.is_new and fp.new_path:
                 created.add(fp.new_path)
     return paths
-
-
-def _looks_repo_rooted(replay: Replay) -> bool:
-    paths = [fp.path for p in replay.patches for fp in p.files]
-    return all(p.startswith(("vllm/", "tests/", "docs/")) or "/" not in p for p in paths)
 
 
 def _first_source(replay: Replay, path: str) -> str | None:

@@ -84,7 +84,7 @@ def check_version(target: apply.Target, series_dir: Path, force: bool) -> str:
 
 def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,
         site_packages: Path | None, check: bool, reverse: bool, recover: bool, force: bool,
-        json_out: Path | None, lock_timeout: float) -> int:  # fmt: skip
+        json_out: Path | None, lock_timeout: float, strict_index: bool = False) -> int:  # fmt: skip
     target = resolve_target(kind, path, python, site_packages)
     output.info(f"target: {target.describe()}")
     report: dict = {"command": "apply", "target": target.to_dict(), "check": check, "reverse": reverse}
@@ -101,7 +101,7 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
         elif reverse:
             _reverse(target, series_dir, check, force, report)
         else:
-            _apply(resolve_series_dir(series_dir), target, check, force, report)
+            _apply(resolve_series_dir(series_dir), target, check, force, report, strict_index)
     if reverse and not check:
         remove_if_idle(target.state_dir, keep=(apply.BASE_DIR,))
     if json_out is not None:
@@ -109,7 +109,8 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
     return EXIT_OK
 
 
-def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, report: dict) -> None:
+def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, report: dict,
+           strict_index: bool = False) -> None:  # fmt: skip
     entries = load_entries(series_dir)
     overlays = load_overlays(*[d for d in (series_dir, project_overlay_root(series_dir)) if d is not None])
     identity = apply.series_identity(entries, overlays)
@@ -126,10 +127,12 @@ def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, rep
         return
     if note := check_version(target, series_dir, force):
         output.info(note)
-    plan = apply.plan_series(target, entries, overlays)
+    plan = apply.plan_series(target, entries, overlays, strict_index)
     for name, rels in plan.skipped_by_patch.items():
         output.info(f"skipped (not part of the installed package): {name}: {', '.join(rels)}")
-    report.update(skipped=plan.skipped, problems=plan.problems, files=_files(plan))
+    for note in plan.warnings:
+        output.info(f"warning: {note}")
+    report.update(skipped=plan.skipped, problems=plan.problems, warnings=plan.warnings, files=_files(plan))
     if plan.problems:
         for problem in plan.problems:
             output.error(f"preimage mismatch: {problem}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from patchkit import git, output
 from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree
-from patchkit.diff.hunks import render_diff
+from patchkit.diff.hunks import diffstat, render_diff
 from patchkit.errors import EXIT_FAILED, EXIT_OK, CheckFailed, UserError
 from patchkit.rebase.merge import Rebaser, SourceSeries, load_source, marker_lines, rebased_series
 from patchkit.rebase.outcome import PatchOutcome, RebaseReport, describe_pin, print_summary
@@ -213,7 +213,7 @@ def finish(job: Job, rebaser: Rebaser, started: float) -> int:
             outcome.new_patch = next(kept).filename
     compute_dependencies(job.new_tree, series.patches)
     rebased_from = f"Patchkit-Rebased-From: {describe_pin(job.old_pin)}"
-    write_rebased(job.out, series, rebased_from)
+    write_rebased(job.out, series, rebased_from, job.source.foreign)
     job.report.proof = check(job.new_tree, job.out, rebaser.new.files)
     series.proof = job.report.proof
     _dump(job.out / SPLIT_JSON, series_record(series))
@@ -228,8 +228,10 @@ def finish(job: Job, rebaser: Rebaser, started: float) -> int:
     return EXIT_OK if job.report.proof.get("ok") else EXIT_FAILED
 
 
-def write_rebased(out: Path, series, trailer: str) -> None:
-    """Patches in format-patch form (authorship and trailers kept, the rebase trailer added)."""
+def write_rebased(out: Path, series, trailer: str, foreign: dict[str, str] | None = None) -> None:
+    """Patches in format-patch form (authorship and trailers kept, the rebase trailer added); a
+    patch patchkit did not write keeps its name and its own header and message, only its diff
+    (and diffstat) change."""
     import hashlib
 
     out.mkdir(parents=True, exist_ok=True)
@@ -238,13 +240,31 @@ def write_rebased(out: Path, series, trailer: str) -> None:
         if stale.name not in names:
             stale.unlink()
     for sp in series.patches:
+        path = out / sp.filename
+        if sp.filename in (foreign or {}):
+            data = keep_header(foreign[sp.filename], sp.files).encode("utf-8", errors="surrogateescape")
+            write_atomic(path, data)
+            sp.sha256 = hashlib.sha256(data).hexdigest()
+            continue
         text = format_patch(sp, len(series.patches), render_diff(sp.files), series.commits)
         head, sep, tail = text.partition("\n---\n")
-        path = out / sp.filename
         data = f"{head}\n{trailer}{sep}{tail}".encode("utf-8", errors="surrogateescape")
         write_atomic(path, data)
         sp.sha256 = hashlib.sha256(data).hexdigest()
     write_atomic(out / SERIES_FILE, "".join(f"{sp.filename}\n" for sp in series.patches))
+
+
+def keep_header(original: str, files) -> str:
+    """``original``'s text before its diff (mail header, message; a diffstat redone) + the new diff."""
+    lines = original.split("\n")
+    at = next((i for i, line in enumerate(lines) if line.startswith("diff --git ")
+               or (line.startswith("--- ") and lines[i + 1 : i + 2] and lines[i + 1].startswith("+++ "))),
+              len(lines))  # fmt: skip
+    head = lines[:at]
+    if "---" in head:  # format-patch's separator: a diffstat of the old diff follows it
+        head = head[: len(head) - head[::-1].index("---")] + [diffstat(files).rstrip("\n"), ""]
+    prefix = "\n".join(head) + "\n" if head else ""
+    return prefix + render_diff(files)
 
 
 def check(new_tree: BaseTree, out: Path, expected: dict[str, bytes | None]) -> dict:

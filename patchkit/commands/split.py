@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import email.utils
 import time
 from pathlib import Path
 
-from patchkit import output
+from patchkit import git, output
 from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.parse import parse_files
@@ -23,6 +24,7 @@ from patchkit.split.layout import check_layout
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
+from patchkit.split.witness import PendingWitness, Witness
 from patchkit.upstream.meta import MERGIFY, read_upstream
 from patchkit.values import Pin
 
@@ -45,7 +47,7 @@ def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pi
 
 def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Path | None,
         out: Path, explain: bool, json_out: Path | None, root: str | None,
-        overlay_threshold: float | None = None) -> int:  # fmt: skip
+        overlay_threshold: float | None = None, author: str | None = None) -> int:  # fmt: skip
     started = time.perf_counter()
     if overlay_threshold is not None and not 0 < overlay_threshold <= 1:
         raise UserError(f"--overlay-threshold {overlay_threshold}: expected 0 < F <= 1, e.g. 0.6")
@@ -62,26 +64,68 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
             if MERGIFY in meta.missing
             else f"the base has no {', '.join(meta.missing)}"
         )
-    result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold, background_checks=True,
-                          labels=meta.labels)  # fmt: skip
+    pending = PendingWitness(tree, replays, replay, prefix)  # git's side of the proof, in a thread
+    try:
+        result = split_replay(replay, tree, domains, prefix, pin, overlay_threshold, background_checks=True,
+                              labels=meta.labels)  # fmt: skip
+    except BaseException:
+        pending.cancel()
+        raise
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
-        written = write_series(out, result.series, result.texts, result.overlays, record=False)  # below
-        proof = prove(tree, load_entries(out), result.states)
+        supplied = supplied_author(author) if any(c is None for c in replay.commits) else None
+        written = write_series(out, result.series, result.texts, result.overlays, record=False,
+                               supplied=supplied)  # split.json below  # fmt: skip
+        entries = load_entries(out)
+        if all(entry.overlay is None for entry in entries):
+            pending.start_series([entry.path for entry in entries])  # git works beside the proof
+        proof = prove(tree, entries, result.states)
+        witnessed = _witness(pending, entries, result.states)
     finally:
+        pending.cancel()
         result.finish()
-    result.series.proof = proof.to_dict()
+    result.series.proof = {**proof.to_dict(), "git_witness": witnessed.to_dict()}
     record = record_json(series_record(result.series))
     write_atomic(out / SPLIT_JSON, record)
     drop_stale(out, written)
     if json_out is not None:
         write_atomic(json_out, record)
     output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)
+    if witnessed.ran:
+        output.info(f"git witness: replay tree {witnessed.replay_tree}, series tree "
+                    f"{witnessed.series_tree}, patchkit tree {witnessed.patchkit_tree}")  # fmt: skip
+    else:
+        output.info(f"git witness could not run: {witnessed.reason}")
     if not proof.ok:
         for line in proof.differences:
             output.error(f"proof: {line}")
         return EXIT_FAILED
+    if witnessed.ran and not witnessed.ok:
+        where = witnessed.first_difference or witnessed.reason
+        output.error(f"proof: git witness disagrees at {where}")
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _witness(pending: PendingWitness, entries: list, states: dict) -> Witness:
+    if any(entry.overlay is not None for entry in entries):
+        reason = "the series holds overlays (whole files), which git apply cannot take"
+        return Witness(False, False, reason=reason)
+    expected = {path: (state.post, state.post_mode) for path, state in states.items()}
+    return pending.finish(expected)
+
+
+def supplied_author(option: str | None) -> tuple[str, str, str] | None:
+    """The author for patches made of loose diffs only: ``--author "Name <email>"``, else the
+    user's git config; None when neither says (the patch then has no mail header)."""
+    if option is not None:
+        name, mail = email.utils.parseaddr(option)
+        if not name or "@" not in mail:
+            raise UserError(f'--author {option!r}: expected "Name <email>"')
+        return name, mail, "--author"
+    name = git.run(["config", "user.name"], check=False).stdout.decode().strip()
+    mail = git.run(["config", "user.email"], check=False).stdout.decode().strip()
+    return (name, mail, "git config user.name/user.email") if name and mail else None
 
 
 def _check_out(out: Path, replays: list[Path]) -> None:

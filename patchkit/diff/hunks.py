@@ -179,11 +179,17 @@ def _context_edges(hunk: Hunk) -> tuple[int, int]:
 
 
 def _locate(lines: list[str], old: list[str], want: int, floor: int, hunk: Hunk) -> int | None:
-    lead, trail = _context_edges(hunk)
-    has_context = lead + trail > 0
-    must_start = has_context and hunk.old_start <= 1
-    must_end = has_context and trail == 0
-    candidates = [want] if must_start else _nearest_first(want, floor, len(lines) - len(old))
+    # git's match_beginning / match_end (without --unidiff-zero): a hunk at line 0 or 1 must sit at
+    # the start, one without trailing context at the end, context or not
+    _, trail = _context_edges(hunk)
+    must_start = hunk.old_start <= 1
+    must_end = trail == 0
+    if must_start:
+        candidates = [0]
+    elif must_end:
+        candidates = [len(lines) - len(old)]
+    else:
+        candidates = _nearest_first(want, floor, len(lines) - len(old))
     for at in candidates:
         if at < floor or at + len(old) > len(lines):
             continue

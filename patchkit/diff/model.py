@@ -75,6 +75,12 @@ class FilePatch(JsonMixin):
     binary: bool = False
     similarity: int | None = None  # rename/copy similarity index
     source: str = ""  # "file:line" of its ``diff`` header
+    copy: bool = False  # ``copy from``/``copy to``: the old path stays
+    binary_hunk: list[str] = field(default_factory=list)  # "literal N"/"delta N" + base85 lines
+
+    @property
+    def is_copy(self) -> bool:
+        return self.copy and bool(self.old_path and self.new_path)
 
     @property
     def path(self) -> str:
@@ -90,7 +96,7 @@ class FilePatch(JsonMixin):
 
     @property
     def is_rename(self) -> bool:
-        return bool(self.old_path and self.new_path and self.old_path != self.new_path)
+        return bool(self.old_path and self.new_path and self.old_path != self.new_path) and not self.copy
 
     @property
     def added(self) -> int:

@@ -6,8 +6,8 @@ import stat
 from pathlib import Path
 
 from patchkit import git
+from patchkit.diff.filediff import parse_diff
 from patchkit.diff.model import FilePatch
-from patchkit.diff.parse import parse_diff
 from patchkit.tmpdir import scratch_dir
 
 Side = tuple[bytes | None, str | None]  # (content or None when absent, git mode)
@@ -30,10 +30,9 @@ def diff_pairs(pairs: list[tuple[str, Side, Side]], work: Path, context: int) ->
         _write(a / rel, old, old_mode, made)
         _write(b / rel, new, new_mode, made)
     text = git.diff_no_index(Path("a"), Path("b"), cwd=work, context=context)
-    files = parse_diff(text.decode("utf-8", errors="surrogateescape").split("\n"), "git-diff")
+    lines = text.decode("utf-8", errors="surrogateescape").split("\n")
+    files = parse_diff(lines, "git-diff", prefixes=("a/a/", "b/b/"))  # prefix + directory
     for fp in files:
-        fp.old_path = fp.old_path.split("/", 1)[1] if fp.old_path else None
-        fp.new_path = fp.new_path.split("/", 1)[1] if fp.new_path else None
         fp.source = ""
     return files
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from patchkit import git
 from patchkit.base.tree import BaseTree
+from patchkit.diff.engine import apply_files
 from patchkit.diff.hunks import (
     HunkMismatch,
-    apply_file_patch,
     apply_hunks,
     hunk_sides,
     join_lines,
@@ -46,6 +46,7 @@ class SourceSeries:
     commits: list[Commit | None]
     base: Pin | None  # split.json's base pin
     path_prefix: str = ""
+    foreign: dict[str, str] = field(default_factory=dict)  # name -> text of patches patchkit did not write
 
 
 def load_source(series_dir: Path) -> SourceSeries:
@@ -53,6 +54,7 @@ def load_source(series_dir: Path) -> SourceSeries:
     record = load_split_json(series_dir)
     known = {sp.filename: sp for sp in record.patches} if record else {}
     commits: list[Commit | None] = list(record.commits) if record else []
+    foreign: dict[str, str] = {}
     patches = []
     for number, entry in enumerate(entries, 1):
         files = [fp for p in entry.patches for fp in p.files]
@@ -63,10 +65,11 @@ def load_source(series_dir: Path) -> SourceSeries:
             domain = re.sub(r"^\d{4}-|\.(patch|diff)$", "", entry.name) or entry.name
             sp = SplitPatch(number, domain, {"en": domain}, entry.name, files,
                             list(range(start, len(commits))))  # fmt: skip
+            foreign[entry.name] = entry.text
         sp.files = files
         patches.append(sp)
     return SourceSeries(patches, commits, record.base if record else None,
-                        record.path_prefix if record else "")  # fmt: skip
+                        record.path_prefix if record else "", foreign)  # fmt: skip
 
 
 class Overlay:
@@ -85,10 +88,11 @@ class Overlay:
     def apply(self, files: list[FilePatch], where: str) -> None:
         for fp in files:
             _supported(fp, where)
-            try:
-                self.files[fp.path] = apply_file_patch(self.read(fp.path), fp)
-            except HunkMismatch as exc:
-                raise UserError(f"the series does not apply to its base: {exc}", where) from exc
+        try:  # the shared engine, as apply, the audit and the split's proof use it
+            outcome = apply_files(files, lambda path: (self.read(path), None))
+        except (HunkMismatch, ValueError) as exc:
+            raise UserError(f"the series does not apply to its base: {exc}", where) from exc
+        self.files.update({path: data for path, (data, _) in outcome.files.items()})
 
 
 @dataclass
@@ -309,8 +313,10 @@ def marker_lines(data: bytes | None) -> list[int]:
 
 
 def rebased_series(source: SourceSeries, pin: Pin, patches: list[SplitPatch]) -> Series:
-    """The new series record: renumbered patches on the new base, the old commits kept."""
+    """The new series record: patchkit's own patches renumbered on the new base, a foreign
+    series' patches under their own names; the old commits kept."""
     for number, sp in enumerate(patches, 1):
         sp.number = number
-        sp.filename = f"{number:04d}-{sp.domain}.patch"
+        if sp.filename not in source.foreign:
+            sp.filename = f"{number:04d}-{sp.domain}.patch"
     return Series(base=pin, patches=patches, commits=source.commits, path_prefix=source.path_prefix)

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from patchkit.audit.guide import PRE_IMAGE_KINDS
 from patchkit.audit.model import AuditResult, PatchAudit
-from patchkit.diff.parse import parse_diff
+from patchkit.diff.filediff import parse_diff
 from patchkit.errors import UserError
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 from patchkit.report.pictures import label_grid, series_graph

@@ -45,8 +45,12 @@ class SeriesEntry:
         return hashlib.sha256(self.text.encode("utf-8", errors="surrogateescape")).hexdigest()
 
 
-def format_patch(sp: SplitPatch, total: int, diff: str, commits: list[Commit | None]) -> str:
-    """``git format-patch`` form: first source commit's authorship, every source listed, no new sign-off."""
+def format_patch(sp: SplitPatch, total: int, diff: str, commits: list[Commit | None],
+                 supplied: tuple[str, str, str] | None = None) -> str:  # fmt: skip
+    """``git format-patch`` form: first source commit's authorship, every source listed, no new sign-off.
+
+    A patch made only of loose diffs has no author; ``supplied`` (name, email, where from:
+    ``--author`` or git config) fills it in, and a header line says so, so ``git am`` takes it."""
     sources = [commits[i] for i in sp.source_commits if commits[i] is not None]
     title = sp.title.get("en", sp.domain)
     lines_added = sum(fp.added for fp in sp.files)
@@ -76,12 +80,19 @@ def format_patch(sp: SplitPatch, total: int, diff: str, commits: list[Commit | N
     message = "\n".join(body + trailers)
     stat = diffstat(sp.files)
     tail = f"-- \npatchkit {__version__}\n"
-    if not sources:  # never invent an author: a plain diff with its description as a preamble
+    if not sources and supplied is None:  # never invent an author: the description as a preamble
         return f"{sp.domain}: {title}\n\n{message}\n---\n{stat}\n{diff}{tail}"
-    first = sources[0]
+    note = None
+    if sources:
+        first = sources[0]
+    else:
+        name, mail, how = supplied  # type: ignore[misc]
+        first = Commit(None, name, mail, None, "")
+        note = f"X-Patchkit-Author: supplied by {how}; the source diff names no author"
     header = [
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001",
         f"From: {_address(first.author or '', first.email or '')}",
+        note,
         f"Date: {first.date}" if first.date else None,
         f"Subject: {_encode(f'[PATCH {sp.number}/{total}] {sp.domain}: {title}')}",
         "MIME-Version: 1.0",
@@ -103,7 +114,8 @@ def _address(name: str, mail: str) -> str:
 
 
 def write_series(out: Path, series: Series, texts: dict[str, str],
-                 overlays: dict[str, Overlay] | None = None, record: bool = True) -> list[Path]:  # fmt: skip
+                 overlays: dict[str, Overlay] | None = None, record: bool = True,
+                 supplied: tuple[str, str, str] | None = None) -> list[Path]:  # fmt: skip
     """Write every patch and overlay, the ``series`` file and (``record``) ``split.json``, each
     whole or not at all; then drop the files an earlier split wrote (listed in its manifest) that
     this one did not — never a file patchkit did not write.
@@ -122,7 +134,7 @@ def write_series(out: Path, series: Series, texts: dict[str, str],
     lines = []
     for sp in series.patches:
         if sp.filename in keep:
-            text = format_patch(sp, len(series.patches), texts[sp.filename], series.commits)
+            text = format_patch(sp, len(series.patches), texts[sp.filename], series.commits, supplied)
             data = text.encode("utf-8", errors="surrogateescape")
             write_atomic(out / sp.filename, data)
             sp.sha256 = hashlib.sha256(data).hexdigest()

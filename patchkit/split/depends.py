@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from patchkit.base.tree import BaseTree
-from patchkit.diff.hunks import HunkMismatch, apply_file_patch
+from patchkit.diff.engine import State, apply_files
+from patchkit.diff.hunks import HunkMismatch
 from patchkit.diff.model import Replay
 from patchkit.series.model import SplitPatch
 from patchkit.series.overlays import Overlay, base_matches
@@ -33,18 +34,16 @@ def _touched(patch: SplitPatch, overlays: dict[str, Overlay]) -> set[str]:
 
 def _applies(base: BaseTree, patches: list[SplitPatch], overlays: dict[str, Overlay] | None = None) -> bool:
     tree: dict[str, bytes | None] = {}
+
+    def read(path: str) -> State:
+        return (tree[path] if path in tree else base.read(path)), None
+
     for patch in patches:
-        for fp in patch.files:
-            key = fp.old_path or fp.new_path or ""
-            old = tree[key] if key in tree else base.read(key) if fp.old_path else None
-            try:
-                new = apply_file_patch(old, fp)
-            except HunkMismatch:
-                return False
-            if fp.old_path and fp.old_path != fp.new_path:
-                tree[fp.old_path] = None
-            if fp.new_path:
-                tree[fp.new_path] = new
+        try:  # the shared engine: what apply and the audit do
+            outcome = apply_files(patch.files, read)
+        except (HunkMismatch, ValueError):
+            return False
+        tree.update({path: data for path, (data, _) in outcome.files.items()})
         for name in patch.overlays:
             overlay = (overlays or {})[name]
             current = tree[overlay.target] if overlay.target in tree else base.read(overlay.target)

@@ -7,7 +7,8 @@ import time
 from dataclasses import dataclass, field
 
 from patchkit.base.tree import BaseTree
-from patchkit.diff.hunks import HunkMismatch, apply_file_patch
+from patchkit.diff.engine import State, apply_files
+from patchkit.diff.hunks import HunkMismatch
 from patchkit.series.files import SeriesEntry
 from patchkit.series.overlays import base_matches, mismatch
 from patchkit.split.replay import FileState
@@ -48,21 +49,14 @@ def apply_entries(base: BaseTree, entries: list[SeriesEntry]) -> tuple[dict, lis
                 problems.append(mismatch(overlay, current))
             continue
         for patch in entry.patches:
-            for fp in patch.files:
-                old_key = fp.old_path or fp.new_path or ""
-                if old_key not in tree:
-                    tree[old_key] = (base.read(old_key), base.mode(old_key))
-                data, mode = tree[old_key] if fp.old_path else (None, None)
-                try:
-                    new = apply_file_patch(data, fp)
-                except (HunkMismatch, ValueError) as exc:
-                    problems.append(f"{entry.name}: {exc}")
-                    continue
-                if fp.is_rename or fp.is_deleted:
-                    tree[old_key] = (None, None)
-                if fp.new_path:
-                    new_mode = fp.new_mode if fp.new_mode else mode
-                    tree[fp.new_path] = (new, new_mode or "100644")
+
+            def read(path: str) -> State:
+                return tree[path] if path in tree else (base.read(path), base.mode(path))
+
+            try:
+                tree.update(apply_files(patch.files, read).files)
+            except (HunkMismatch, ValueError) as exc:
+                problems.append(f"{entry.name}: {exc}")
     return tree, problems
 
 

@@ -109,6 +109,9 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
         return states[path]
 
     for index, patch in enumerate(replay.patches):
+        # a copy or rename reads its source as the commit found it (git apply does the same)
+        moved = [state_of(prefix + fp.old_path) for fp in patch.files if fp.is_copy or fp.is_rename]  # type: ignore[operator]
+        before = {st.path: (st.post, list(st.post_lines), list(st.origins)) for st in moved}
         for fp in patch.files:
             if fp.binary:
                 raise UserError(f"binary patch of {fp.path!r} cannot be split", fp.source)
@@ -120,14 +123,15 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
                 raise UserError(f"{old_path} does not exist at this point of the replay", fp.source)
             if source is None and target is not None and target.post is not None:
                 raise UserError(f"{new_path} is created but already exists", fp.source)
-            lines = source.post_lines if source and source.post else []
-            origins = source.origins if source else []
+            state = (source.post, source.post_lines, source.origins) if source else (None, [], [])
+            post, lines, origins = before.get(old_path or "", state)
+            lines = lines if post else []
             try:
                 plan = splice_plan(lines, fp.hunks, old_path or new_path or "")
             except HunkMismatch as exc:
                 raise UserError(f"replay does not apply: {exc}", fp.source) from exc
             new_lines, new_origins = _splice(lines, origins, plan, fp.hunks, index, source)
-            if source is not None and source is not target:
+            if source is not None and source is not target and not fp.is_copy:
                 source.post, source.origins, source.post_lines = None, [], []
                 _touch(source, index)
             if target is not None:

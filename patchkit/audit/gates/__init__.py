@@ -13,7 +13,7 @@ from typing import Any
 
 from patchkit.audit.model import FocusedTest, GateResult, GateStatus
 from patchkit.base.tree import BaseTree
-from patchkit.diff.hunks import HunkMismatch, apply_file_patch
+from patchkit.diff import engine
 from patchkit.diff.model import Commit, FilePatch
 from patchkit.series.overlays import Overlay as WholeFile
 from patchkit.series.overlays import base_matches, mismatch
@@ -86,24 +86,13 @@ NOT_APPLIED = Message("gate.skipped.not-applied")  # every later gate of a patch
 
 
 def apply_files(files: list[FilePatch], read: Callable[[str], bytes | None], overlay: Overlay) -> None:
-    """Apply ``files`` on top of ``read`` into ``overlay`` (atomic per call: all or raise)."""
-    staged: Overlay = {}
+    """Apply ``files`` on top of ``read`` into ``overlay`` with the shared engine (all or raise)."""
 
-    def current(path: str) -> bytes | None:
-        if path in staged:
-            return staged[path]
-        return overlay[path] if path in overlay else read(path)
+    def state(path: str) -> tuple[bytes | None, str | None]:
+        return (overlay[path], None) if path in overlay else (read(path), None)
 
-    for fp in files:
-        old = current(fp.old_path) if fp.old_path else None
-        if fp.old_path is None and fp.new_path and current(fp.new_path) is not None:
-            raise HunkMismatch(fp.path, 0, "(new file)", [], ["<file already exists>"], 1)
-        new = apply_file_patch(old, fp)
-        if fp.old_path and fp.old_path != fp.new_path:
-            staged[fp.old_path] = None
-        if fp.new_path:
-            staged[fp.new_path] = new
-    overlay.update(staged)
+    outcome = engine.apply_files(files, state)
+    overlay.update({path: data for path, (data, _) in outcome.files.items()})
 
 
 def apply_patch(patch: PatchUnderAudit, read: Callable[[str], bytes | None], overlay: Overlay) -> None:

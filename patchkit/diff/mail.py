@@ -1,0 +1,120 @@
+"""The mail around a patch: headers (RFC 2047), body encodings, MIME parts, the ``---`` cut, trailers."""
+
+from __future__ import annotations
+
+import base64
+import email
+import email.header
+import email.policy
+import quopri
+import re
+
+from patchkit.diff.model import Trailer
+from patchkit.errors import UserError
+
+_HEADER = re.compile(r"^[!-9;-~]+:")  # RFC 5322 field name, then a colon
+_TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]):[ \t]*(\S.*)$")
+
+
+def read_headers(lines: list[str], i: int, name: str, offset: int) -> tuple[dict[str, str], int]:
+    """Mail headers from ``lines[i]`` on: (lower-cased name → value, index of the first body line).
+
+    A blank line ends them; so does, after at least one header, a line that is no header (an
+    IDE's export: ``Subject:`` then ``---`` at once), which then starts the body."""
+    headers: dict[str, str] = {}
+    last_key = None
+    while i < len(lines) and lines[i] != "":
+        line = lines[i]
+        if line[:1] in (" ", "\t") and last_key:
+            headers[last_key] += " " + line.strip()
+        elif _HEADER.match(line):
+            key, _, value = line.partition(":")
+            last_key = key.strip().lower()
+            headers[last_key] = value.strip()
+        elif headers:
+            return headers, i
+        else:
+            raise UserError(f"malformed mail header line {line[:60]!r}", f"{name}:{offset + i + 1}")
+        i += 1
+    return headers, i + 1
+
+
+def decode_header(value: str) -> str:
+    """RFC 2047 words decoded; raw bytes that are not UTF-8 (kept as surrogates when the file was
+    read) become U+FFFD, so a name can always be printed and written."""
+    value = value.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+    parts = []
+    for chunk, charset in email.header.decode_header(value):
+        if isinstance(chunk, bytes):
+            try:
+                parts.append(chunk.decode(charset or "utf-8", errors="replace"))
+            except (LookupError, ValueError):  # an unknown charset, or a codec that is not text
+                parts.append(chunk.decode("utf-8", errors="replace"))
+        else:
+            parts.append(chunk)
+    return "".join(parts)
+
+
+def decode_body(lines: list[str], headers: dict[str, str], name: str, offset: int) -> list[str]:
+    """The body as text lines: transfer encoding undone; a multipart mail (``format-patch
+    --attach`` / ``--inline``) becomes its text parts one after the other."""
+    if headers.get("content-type", "").lower().startswith("multipart/"):
+        return _multipart_text(lines, headers, name, offset)
+    encoding = headers.get("content-transfer-encoding", "8bit").lower()
+    if encoding in ("7bit", "8bit", "binary"):
+        return lines
+    raw = "\n".join(lines).encode("utf-8", errors="surrogateescape")
+    return _decoded(raw, encoding, f"{name}:{offset + 1}").split("\n")
+
+
+def _decoded(raw: bytes, encoding: str, where: str) -> str:
+    if encoding not in ("quoted-printable", "base64"):
+        raise UserError(f"unknown Content-Transfer-Encoding {encoding!r}", where)
+    try:
+        data = quopri.decodestring(raw) if encoding == "quoted-printable" else base64.b64decode(raw)
+    except ValueError as exc:
+        raise UserError(f"cannot decode {encoding} body: {exc}", where) from exc
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def _multipart_text(lines: list[str], headers: dict[str, str], name: str, offset: int) -> list[str]:
+    head = f"Content-Type: {headers['content-type']}\nMIME-Version: 1.0\n\n"
+    raw = (head + "\n".join(lines)).encode("utf-8", errors="surrogateescape")
+    message = email.message_from_bytes(raw, policy=email.policy.compat32)
+    texts = []
+    for part in message.walk():
+        if part.is_multipart():
+            continue
+        if part.get_content_maintype() != "text":
+            kind = part.get_content_type()
+            raise UserError(f"MIME part of type {kind} is not text", f"{name}:{offset + 1}")
+        payload = part.get_payload(decode=True) or b""
+        texts.append(payload.decode("utf-8", errors="surrogateescape"))
+    if not texts:
+        raise UserError("multipart mail without a text part", f"{name}:{offset + 1}")
+    return "\n".join(t if t.endswith("\n") else t + "\n" for t in texts).split("\n")
+
+
+def strip_diffstat(lines: list[str]) -> list[str]:
+    """Drop everything from the ``---`` separator that format-patch puts before the diffstat."""
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i] == "---":
+            return lines[:i]
+    return lines
+
+
+def parse_trailers(body: str) -> list[Trailer]:
+    """Trailers of the last paragraph (folded continuation lines joined), as git interpret-trailers."""
+    paragraphs = [p for p in re.split(r"\n\s*\n", body.strip()) if p.strip()]
+    if not paragraphs:
+        return []
+    trailers: list[Trailer] = []
+    for line in paragraphs[-1].split("\n"):
+        if line[:1] in (" ", "\t") and trailers:
+            trailers[-1].value += " " + line.strip()
+            continue
+        match = _TRAILER.match(line)
+        if not match:
+            return []  # a paragraph with a non-trailer line is prose, not a trailer block
+        trailers.append(Trailer(key=match.group(1), value=match.group(2).strip()))
+    return trailers
