@@ -64,6 +64,16 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
         )
     if explain:
         explain_table(series)
+        for step in series.resolutions:  # what the cross-file pass did, and why
+            where = f"lines go to {step.get('domain')} (from {step.get('from')})"
+            info(f"  {step['step']}: {step.get('why', '')} -> {where}")
+    prefixes = series.proof.get("prefixes")
+    if prefixes:
+        info(
+            f"prefixes: {prefixes['states']} state(s), {prefixes['files_checked']} file check(s), "
+            f"{prefixes['imports_checked']} import(s) resolved; {len(prefixes['failures'])} failure(s), "
+            f"{len(prefixes['replay_findings'])} finding(s) of the replay"
+        )
     proof = series.proof
     verdict = "holds" if proof.get("ok") else "FAILS"
     info(

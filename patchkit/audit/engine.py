@@ -177,6 +177,9 @@ def load_patches(series_dir: Path, domains: list[Domain]) -> list[PatchUnderAudi
         text = entry.text if entry.overlay is None else f"overlay {entry.name} {entry.sha256}"
         patches.append(PatchUnderAudit(entry.name, index, text, files, commits, domain_name, title,
                                        needs, templates, commit_files))  # fmt: skip
+        if sp is not None:  # why each need (the semantic ones say which name), by patch name
+            domains = {p.domain: p.name for p in patches}
+            patches[-1].needs_why = {domains[d]: w for d, w in sp.needs_why.items() if d in domains}
         if entry.overlay is not None:
             patches[-1].overlays.append(entry.overlay)
         owners.setdefault(key, patches[-1])

@@ -61,8 +61,9 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         jobs=jobs or config.audit.jobs,
         use_cache=not no_cache,
         shard=shard_spec,
+        # the imports gate imports for real only in an environment the user named (--python)
         settings={"tests": _test_settings(python, config, tree, pin, not no_cache, prepare_env)}
-        if "tests" in chosen
+        if "tests" in chosen or ("imports" in chosen and (python or config.audit.python))
         else {},
     )
     with AuditProgress() as tell:

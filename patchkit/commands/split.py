@@ -21,6 +21,7 @@ from patchkit.series.files import (
 )
 from patchkit.split.depends import compute_dependencies
 from patchkit.split.layout import check_layout
+from patchkit.split.prefix import check_series, problem_text
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules
@@ -80,11 +81,14 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
         if all(entry.overlay is None for entry in entries):
             pending.start_series([entry.path for entry in entries])  # git works beside the proof
         proof = prove(tree, entries, result.states)
+        final = {path: state.post for path, state in result.states.items()}
+        prefixes = check_series(tree, entries, final)  # every state base + patches[1..k]
         witnessed = _witness(pending, entries, result.states)
     finally:
         pending.cancel()
         result.finish()
-    result.series.proof = {**proof.to_dict(), "git_witness": witnessed.to_dict()}
+    witness, prefix_record = witnessed.to_dict(), prefixes.to_dict()
+    result.series.proof = {**proof.to_dict(), "git_witness": witness, "prefixes": prefix_record}
     record = record_json(series_record(result.series))
     write_atomic(out / SPLIT_JSON, record)
     drop_stale(out, written)
@@ -96,9 +100,14 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
                     f"{witnessed.series_tree}, patchkit tree {witnessed.patchkit_tree}")  # fmt: skip
     else:
         output.info(f"git witness could not run: {witnessed.reason}")
-    if not proof.ok:
+    output.info(f"prefix check: {prefixes.seconds:.2f} s")
+    for record in prefixes.replay_findings:
+        output.info(f"finding of the replay (its own final state has it too): {problem_text(record)}")
+    if not proof.ok or not prefixes.ok:
         for line in proof.differences:
             output.error(f"proof: {line}")
+        for record in prefixes.failures:
+            output.error(f"prefix: {problem_text(record)}")
         return EXIT_FAILED
     if witnessed.ran and not witnessed.ok:
         where = witnessed.first_difference or witnessed.reason

@@ -34,6 +34,7 @@ class SplitPatch(JsonMixin):
     files: list[FilePatch]
     source_commits: list[int]  # indexes into Replay.commits, in replay order
     depends_on: list[str] = field(default_factory=list)  # domains this patch needs first
+    needs_why: dict[str, str] = field(default_factory=dict)  # depends_on entry → why (semantic ones)
     sha256: str = ""  # of the written patch file
     tests: list[str] = field(default_factory=list)
     overlays: list[str] = field(default_factory=list)  # series-relative overlay tomls listed after it
@@ -48,5 +49,6 @@ class Series(JsonMixin):
     path_prefix: str = ""  # what was prepended to replay paths to root them at the repo ("vllm/")
     absorbed: list[int] = field(default_factory=list)  # commits none of whose lines survive net
     warnings: list[str] = field(default_factory=list)  # e.g. a patch that leaves a file unparsable
+    resolutions: list[dict[str, Any]] = field(default_factory=list)  # cross-file moves/reorders/merges
     proof: dict[str, Any] = field(default_factory=dict)  # verify.py's record of the lossless check
     schema: int = SCHEMA_VERSION

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+from typing import TypeVar
+
 from patchkit.base.tree import BaseTree
 from patchkit.diff.engine import State, apply_files
 from patchkit.diff.hunks import HunkMismatch
@@ -9,23 +13,67 @@ from patchkit.diff.model import Replay
 from patchkit.series.model import SplitPatch
 from patchkit.series.overlays import Overlay, base_matches
 
+T = TypeVar("T")
+
+
+def minimal_needs(candidates: list[T], applies: Callable[[list[T]], bool], limit: int = 4096) -> list[T]:
+    """The smallest subset of ``candidates`` (kept in their order) with which ``applies`` holds.
+
+    Exact: subsets are tried by size, smallest first, so no smaller subset applies; among equal
+    sizes the first in series order wins. Past ``limit`` trials it drops candidates one by one from
+    the full set instead (still a set that applies, no longer proven smallest)."""
+    if applies([]):
+        return []
+    trials = 0
+    for size in range(1, len(candidates) + 1):
+        for subset in itertools.combinations(candidates, size):
+            trials += 1
+            if trials > limit:
+                return _drop_one_by_one(candidates, applies)
+            if applies(list(subset)):
+                return list(subset)
+    return list(candidates)
+
+
+def closure(touched: set[str], earlier: list[T], files: Callable[[T], set[str]]) -> list[T]:
+    """The earlier patches a patch on ``touched`` can need: those on its files, and (as they may
+    need theirs first) those on their files, transitively; in series order."""
+    wanted, found = set(touched), set()
+    changed = True
+    while changed:
+        changed = False
+        for i, other in enumerate(earlier):
+            if i not in found and wanted & files(other):
+                found.add(i)
+                wanted |= files(other)
+                changed = True
+    return [p for i, p in enumerate(earlier) if i in found]
+
+
+def _drop_one_by_one(candidates: list[T], applies: Callable[[list[T]], bool]) -> list[T]:
+    needed = list(candidates)
+    for candidate in list(needed):
+        trial = [p for p in needed if p is not candidate]
+        if applies(trial):
+            needed = trial
+    return needed
+
 
 def compute_dependencies(base: BaseTree, patches: list[SplitPatch],
                          overlays: dict[str, Overlay] | None = None) -> None:  # fmt: skip
-    """Set ``depends_on``: the smallest earlier set without which a patch (with its overlays, from
-    ``overlays`` by name) does not apply to base."""
+    """Set ``depends_on``: the smallest earlier set with which a patch (with its overlays, from
+    ``overlays`` by name) applies to base, proven smallest by trying every smaller subset of the
+    earlier patches on its files; plus the semantic needs the split recorded (``needs_why``)."""
     overlays = overlays or {}
     for k, patch in enumerate(patches):
         touched = {fp.old_path for fp in patch.files if fp.old_path}
         touched |= {overlays[name].target for name in patch.overlays}
-        needed = [p for p in patches[:k] if touched & _touched(p, overlays)]
-        if not needed or _applies(base, [patch], overlays):
-            continue  # with no earlier patch on its files, it was made against the base itself
-        for candidate in list(needed):
-            trial = [p for p in needed if p is not candidate]
-            if _applies(base, [*trial, patch], overlays):
-                needed = trial
-        patch.depends_on = [p.domain for p in needed]
+        candidates = closure(touched, patches[:k], lambda p: _touched(p, overlays))
+        needed = minimal_needs(candidates, lambda trial, p=patch: _applies(base, [*trial, p], overlays))
+        textual = [p.domain for p in needed]
+        semantic = [d for d in patch.depends_on if d in patch.needs_why and d not in textual]
+        rank = {p.domain: i for i, p in enumerate(patches)}
+        patch.depends_on = sorted(textual + semantic, key=lambda d: rank.get(d, len(rank)))
 
 
 def _touched(patch: SplitPatch, overlays: dict[str, Overlay]) -> set[str]:

@@ -24,6 +24,7 @@ from patchkit.errors import UserError
 from patchkit.series.model import Assignment, Series, SplitPatch
 from patchkit.series.overlays import Overlay, take_overlays
 from patchkit.split.build import NotRepresentable, step_file_patch
+from patchkit.split.crossfile import resolve
 from patchkit.split.depends import absorbed_commits
 from patchkit.split.model import Domain
 from patchkit.split.names import follow_definitions
@@ -333,6 +334,8 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         parsed: set[bytes] = set()  # states the name analysis parsed: the step check skips them
         if follow_definitions(blocks, order, state_of, parsed):
             order = [d.name for d in domains if any(d.name in b.domains() for b in blocks)]
+        order, resolutions, needs = resolve(base, blocks, order, state_of)  # across files
+        order = [name for name in order if any(name in b.domains() for b in blocks)]
         steps = []
         per_step: dict[int, list[FilePatch]] = {}
         by_git: list[tuple[str, Side, Side]] = []  # the rare steps stepdiff cannot write
@@ -380,7 +383,12 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
     series = Series(base=pin or Pin(source="path", path=str(base.root)), patches=patches,
                     commits=replay.commits, assignments=assignments(blocks),
                     absorbed=absorbed_commits(replay, patches),
-                    path_prefix=prefix)  # fmt: skip
+                    path_prefix=prefix, resolutions=resolutions)  # fmt: skip
+    for need in needs:  # what no step could resolve: the user needs the definer first
+        for patch in patches:
+            if patch.domain == need.user and need.definer not in patch.depends_on:
+                patch.depends_on.append(need.definer)
+                patch.needs_why[need.definer] = need.problem.text()
     texts = {p.filename: render_diff(p.files) for p in patches}
     overlays = {name: o for found in step_overlays.values() for name, o in found.items()}
     result = SplitResult(series=series, texts=texts, states=states, overlays=overlays, checks=checks)

@@ -39,6 +39,7 @@ class PatchUnderAudit:
     overlays: list[WholeFile] = field(default_factory=list)  # listed after it in the series, same domain
     overlay_files: list[FilePatch] = field(default_factory=list)  # their diffs, computed at audit time
     focused: list[FocusedTest] = field(default_factory=list)  # from upstream CI steps (audit/focus.py)
+    needs_why: dict[str, str] = field(default_factory=dict)  # patch name → why (split.json needs_why)
 
     @property
     def changed_files(self) -> list[FilePatch]:

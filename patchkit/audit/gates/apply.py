@@ -16,6 +16,7 @@ from patchkit.audit.gates import (
 from patchkit.audit.model import GateResult
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
+from patchkit.split.depends import closure, minimal_needs
 from patchkit.values import Message
 
 
@@ -47,15 +48,28 @@ def applies(base: BaseTree, patches: list[PatchUnderAudit]) -> str | None:
 
 
 def needed_patches(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUnderAudit]) -> list[str]:
-    """The smallest set of earlier patches (greedy, series order) it needs to apply on the base."""
-    if applies(base, [patch]) is None:
-        return []
+    """The smallest set of earlier patches it needs to apply on the base: exact (``minimal_needs``
+    tries every smaller subset of the earlier patches on its files first)."""
     touched = {fp.old_path for fp in patch.files if fp.old_path} | {o.target for o in patch.overlays}
-    needed = [p for p in earlier if touched & p.touched]
-    for candidate in list(needed):
-        trial = [p for p in needed if p is not candidate]
-        if applies(base, [*trial, patch]) is None:
-            needed = trial
+    candidates = closure(touched, earlier, lambda p: p.touched)
+    states: dict[tuple[str, ...], Overlay | None] = {(): {}}  # subsets share their prefixes' states
+
+    def state_after(names: tuple[str, ...]) -> Overlay | None:
+        if names not in states:
+            before = state_after(names[:-1])
+            after = None if before is None else dict(before)
+            if after is not None:
+                try:
+                    apply_patch(by_name[names[-1]], base.read, after)
+                except (HunkMismatch, ValueError):
+                    after = None
+            states[names] = after
+        return states[names]
+
+    by_name = {p.name: p for p in [*candidates, patch]}
+    needed = minimal_needs(
+        candidates, lambda trial: state_after((*[p.name for p in trial], patch.name)) is not None
+    )
     return [p.name for p in needed]
 
 
@@ -64,10 +78,11 @@ def apply_gate(
 ) -> GateResult:
     started = time.perf_counter()
     alone_error = applies(base, [patch])
-    if patch.declared_needs is not None and alone_error is not None and patch.declared_needs:
+    if patch.declared_needs:  # split.json's depends_on: textual and semantic needs alike
         needs, needs_from = patch.declared_needs, "split.json"
     else:
-        needs, needs_from = needed_patches(base, patch, earlier), "computed"
+        needs = needed_patches(base, patch, earlier) if alone_error is not None else []
+        needs_from = "computed"
     details = {
         "alone": "applies" if alone_error is None else "does not apply",
         "alone_error": alone_error,
@@ -75,6 +90,7 @@ def apply_gate(
         "series_error": state.error,
         "needs": needs,
         "needs_from": needs_from,
+        "needs_why": {name: why for name, why in patch.needs_why.items() if name in needs},
         "files": len(patch.files),
     }
     if patch.overlays:  # each one's preimage check is part of applying in series and alone
@@ -82,10 +98,12 @@ def apply_gate(
                                for o in patch.overlays]  # fmt: skip
     if state.error is not None:
         status, message = "failed", Message("gate.apply.series-failed", {"error": state.error})
+    elif needs:  # a patch whose (semantic) dependencies are missing does not "apply alone"
+        why = "; ".join(patch.needs_why[n] for n in needs if n in patch.needs_why)
+        key = "gate.apply.needs-why" if why else "gate.apply.needs"
+        status, message = "passed", Message(key, {"needs": needs, "why": why})
     elif alone_error is None:
         status, message = "passed", Message("gate.apply.applies")
-    elif needs:
-        status, message = "passed", Message("gate.apply.needs", {"needs": needs})
     else:
         status, message = "passed", Message("gate.apply.not-alone", {"error": alone_error})
     return gate_result("apply", status, message, details, time.perf_counter() - started)

@@ -1,0 +1,230 @@
+"""Names one patch uses that a later patch introduces, across files; and locals split in a function.
+
+``names`` keeps a definition with its first use inside one file. Across files the same mistake
+leaves a prefix of the series that does not import: patch 1 imports a class only patch 6 defines,
+reads ``envs.VLLM_X`` that only a later patch adds to ``envs.py``, passes a keyword to a dataclass
+whose field comes later, imports a module file a later patch creates. Each prefix state
+(base + the first k domains) is checked with ``static``; for each problem the state of the
+replay itself does not have, the lines that introduce the missing name are found in the change
+blocks and resolved, in this order:
+
+1. **move** the defining statements (a new file: all of it) to the domain that uses them first;
+2. **reorder**: put the defining domain before the user;
+3. **merge** the user's lines in that file into the defining domain (the use waits for it).
+
+A step is kept only if the problems of the series go down. Inside one change block, a name that
+one domain's lines bind and another domain's lines read (``local = expr`` and ``return local``)
+merges those lines into the earlier domain first: half of such a statement split leaves dead code
+or a function returning None. What stays unresolved is a dependency: ``semantic_needs`` lists it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from patchkit.base.tree import BaseTree
+from patchkit.split.names import code_of, defined_names, statements, used_names
+from patchkit.split.rules import LineVerdict
+from patchkit.split.static import Problem, first_party, tree_state
+
+StateOf = Callable[[str, set[str]], "bytes | None"]
+
+
+class _Block(Protocol):
+    path: str
+    old: list[str]
+    new: list[str]
+    old_domains: list[LineVerdict]
+    new_domains: list[LineVerdict]
+
+    def domains(self) -> list[str]: ...
+
+
+@dataclass
+class Need:
+    """Domain ``user`` needs ``definer`` first: ``problem`` shows in the states between them."""
+
+    user: str
+    definer: str
+    problem: Problem
+
+
+def merge_split_locals(blocks: Sequence[_Block], order: list[str]) -> list[dict]:
+    """One change block whose domains bind and read the same local: its lines go to the earlier."""
+    rank = {name: i for i, name in enumerate(order)}
+    notes = []
+    for block in blocks:
+        if not block.path.endswith(".py") or len(block.domains()) < 2:
+            continue
+        bound: dict[str, set[str]] = {}
+        read: dict[str, set[str]] = {}
+        for line, verdict in zip(block.new, block.new_domains):
+            if not line[:1].isspace():
+                continue  # module level: ``names`` and the cross-file pass handle those
+            bound.setdefault(verdict.domain, set()).update(defined_names(line))
+            read.setdefault(verdict.domain, set()).update(used_names(line))
+        for definer, names in bound.items():
+            for user, uses in read.items():
+                shared = sorted(names & uses - bound.get(user, set()))
+                if user == definer or not shared:
+                    continue
+                first, other = sorted((definer, user), key=lambda d: rank.get(d, len(rank)))
+                reason = f"merged with {other}: both write the statements using {shared[0]!r}"
+                for verdicts in (block.old_domains, block.new_domains):
+                    for i, v in enumerate(verdicts):
+                        if v.domain == other:
+                            verdicts[i] = LineVerdict(first, reason)
+                why = f"a local split inside one function ({block.path})"
+                notes.append({"step": "merge", "file": block.path, "name": shared[0], "domain": first,
+                              "from": other, "why": why})  # fmt: skip
+                break
+            else:
+                continue
+            break
+    return notes
+
+
+class CrossFile:
+    """The prefix states of a split in progress, checked with ``static``."""
+
+    def __init__(self, base: BaseTree, blocks: Sequence[_Block], state_of: StateOf) -> None:
+        self.base, self.blocks, self.state_of = base, blocks, state_of
+        self.paths = sorted({b.path for b in blocks})
+        self.memo: dict = {}
+        final = {p: state_of(p, {d for b in blocks for d in b.domains()}) for p in self.paths}
+        self.packages = first_party(self.paths, lambda p: final[p] if p in final else base.read(p))
+        self.final = final
+        end = tree_state(base, final, self.packages, self.memo)
+        start = tree_state(base, {}, self.packages, self.memo)
+        py = [p for p in self.paths if p.endswith(".py")]
+        self.known = {q.key for p in py for q in end.check(p)} | {q.key for p in py for q in start.check(p)}
+
+    def problems(self, order: list[str]) -> list[tuple[int, Problem]]:
+        out = []
+        for k in range(len(order) - 1):
+            chosen = set(order[: k + 1])
+            touched = [p for p in self.paths if any(d in chosen for b in self._of(p) for d in b.domains())]
+            files = {p: self.state_of(p, chosen) for p in touched}
+            state = tree_state(self.base, files, self.packages, self.memo)
+            for path in touched:
+                if path.endswith(".py"):
+                    out += [(k, q) for q in state.check(path) if q.key not in self.known]
+        return out
+
+    def _of(self, path: str) -> list[_Block]:
+        return [b for b in self.blocks if b.path == path]
+
+    def sites(self, problem: Problem, later: set[str]) -> list[tuple[_Block, int, int]]:
+        """(block, start, stop) of the added statements of ``later`` domains that introduce the name."""
+        if problem.kind == "module":
+            base = problem.name.replace(".", "/")
+            own = (base + ".py", base + "/__init__.py")
+            paths = [p for p in self.paths if p in own or p.startswith(base + "/")]
+            return [(b, 0, len(b.new)) for p in paths for b in self._of(p) if set(b.domains()) & later]
+        owner = problem.target.rsplit(".", 1)[0]
+        targets = [owner] if problem.kind == "keyword" else [problem.target, owner]
+        word = re.compile(rf"\b{re.escape(problem.name)}\b")
+        found = []
+        files = [t.replace(".", "/") + end for t in targets for end in (".py", "/__init__.py")]
+        for path in dict.fromkeys(files):
+            for block in self._of(path):
+                for start, stop in statements(block.new):
+                    lines = block.new[start:stop]
+                    if not any(block.new_domains[i].domain in later for i in range(start, stop)):
+                        continue
+                    if problem.kind == "name" and (
+                        any(problem.name in defined_names(ln) for ln in lines)
+                        or any(f'"{problem.name}"' in ln for ln in lines)
+                    ):
+                        found.append((block, start, stop))
+                    elif problem.kind == "keyword" and any(word.search(code_of(ln)) for ln in lines):
+                        found.append((block, start, stop))
+        return found
+
+
+def resolve(base: BaseTree, blocks: Sequence[_Block], order: list[str], state_of: StateOf,
+            rounds: int = 12) -> tuple[list[str], list[dict], list[Need]]:  # fmt: skip
+    """Move, reorder, merge until no prefix problem is left that a step can fix.
+
+    Returns the (possibly reordered) domain order, one record per step taken, and what is left."""
+    notes = merge_split_locals(blocks, order)
+    check = CrossFile(base, blocks, state_of)
+    problems = check.problems(order)
+    tried: set[tuple] = set()
+    for _ in range(rounds):
+        todo = [(k, q) for k, q in problems if (q.key, order[k]) not in tried]
+        if not todo:
+            break
+        k, problem = todo[0]
+        tried.add((problem.key, order[k]))
+        user = _user_of(problem, order, k, blocks)
+        later = set(order[order.index(user) + 1 :])
+        sites = check.sites(problem, later)
+        if not sites:
+            continue
+        definer = next(v.domain for b, s, e in sites for v in b.new_domains[s:e] if v.domain in later)
+        tried.discard(("move", True))
+        why = f"{problem.file} ({user}) needs {problem.name!r} ({problem.kind}), which {definer} introduces"
+        saved = [(b, list(b.old_domains), list(b.new_domains)) for b in blocks]
+        for step in ("move", "move", "reorder", "merge"):
+            trial = list(order)
+            if step == "move":  # the statements; then, if that does not parse, their whole blocks
+                _give(sites, definer, user, whole=problem.kind == "module" or (step, True) in tried)
+                tried.add((step, True))
+            elif step == "reorder":
+                trial.remove(definer)
+                trial.insert(trial.index(user), definer)
+            else:
+                _merge_file(blocks, problem.file, user, definer)
+            after = check.problems(trial)
+            broken = {q.key for _, q in after if q.kind == "syntax"} - {q.key for _, q in problems}
+            if len(after) < len(problems) and not broken:
+                order, problems = trial, after
+                notes.append({"step": step, "file": problem.file, "line": problem.line, "name": problem.name,
+                              "kind": problem.kind, "domain": user if step == "move" else definer,
+                              "from": definer if step == "move" else user, "why": why})  # fmt: skip
+                break
+            for block, old, new in saved:
+                block.old_domains[:], block.new_domains[:] = old, new
+    needs = []
+    for k, problem in problems:
+        user = _user_of(problem, order, k, blocks)
+        sites = check.sites(problem, set(order[order.index(user) + 1 :]))
+        definer = next((v.domain for b, s, e in sites for v in b.new_domains[s:e]
+                        if order.index(v.domain) > order.index(user)), None)  # fmt: skip
+        if definer is not None:
+            needs.append(Need(user, definer, problem))
+    return order, notes, needs
+
+
+def _user_of(problem: Problem, order: list[str], k: int, blocks: Sequence[_Block]) -> str:
+    """The earliest domain (up to k) with lines in the problem's file: the one that brought the use."""
+    mine = {d for b in blocks if b.path == problem.file for d in b.domains()}
+    return next((d for d in order[: k + 1] if d in mine), order[k])
+
+
+def _give(sites, definer: str, user: str, whole: bool) -> None:
+    reason = LineVerdict(user, f"introduces what {user} uses first (was {definer})")
+    for block, start, stop in sites:
+        rewrites = any(v.domain == definer for v in block.old_domains)
+        for verdicts, span in ((block.old_domains, None), (block.new_domains, (start, stop))):
+            for i, v in enumerate(verdicts):
+                inside = whole or rewrites or span is None or span[0] <= i < span[1]
+                if v.domain == definer and inside and (span is not None or whole or rewrites):
+                    verdicts[i] = reason
+
+
+def _merge_file(blocks: Sequence[_Block], path: str, user: str, definer: str) -> None:
+    reason = LineVerdict(definer, f"merged into {definer}: entangled with what it introduces (was {user})")
+    for block in blocks:
+        if block.path == path:
+            for verdicts in (block.old_domains, block.new_domains):
+                for i, v in enumerate(verdicts):
+                    if v.domain == user:
+                        verdicts[i] = reason
+
+
+__all__ = ["CrossFile", "Need", "merge_split_locals", "resolve"]

@@ -1,0 +1,54 @@
+"""The imports gate: every module the series touched so far still imports after each patch."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from fixtures.audit.builder import fake_base, file_diff, patch_text, write_series
+from typer.testing import CliRunner
+
+from patchkit.cli import app
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
+
+
+def _audit(tmp_path, patches: dict[str, str], *extra: str):
+    base = fake_base(tmp_path / "base")
+    series = write_series(tmp_path / "series", patches)
+    out = tmp_path / "a.json"
+    args = ["audit", str(series), "--base", str(base), "--gates", "imports", "--json", str(out), *extra]
+    result = CliRunner().invoke(app, args)
+    data = json.loads(out.read_text())
+    return result, {p["patch"]: p["gates"][0] if isinstance(p["gates"], list) else p["gates"]["imports"]
+                    for p in data["patches"]}  # fmt: skip
+
+
+def test_an_import_of_a_name_defined_nowhere_fails_naming_module_and_name(tmp_path) -> None:
+    good = file_diff("vllm/helper.py", None, "VALUE = 1\n")
+    bad = file_diff("vllm/user.py", None, "from vllm.helper import GHOST\n\nX = GHOST\n")
+    result, gates = _audit(tmp_path, {"0001-helper.patch": patch_text(good),
+                                      "0002-user.patch": patch_text(bad)})  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert gates["0001-helper.patch"]["status"] == "passed"
+    failed = gates["0002-user.patch"]
+    assert failed["status"] == "failed"
+    assert "vllm/user.py:1" in failed["summary"] and "GHOST" in failed["summary"]
+    assert "vllm.helper" in failed["summary"]
+    [problem] = failed["details"]["problems"]
+    assert (problem["name"], problem["target"]) == ("GHOST", "vllm.helper")
+
+
+def test_a_real_import_is_compared_with_the_base(tmp_path) -> None:
+    # the static check cannot see this one (a runtime error); the real import does, and only the
+    # module the patch broke is blamed
+    broken = file_diff("vllm/boom.py", None, "raise RuntimeError('boom at import')\n")
+    result, gates = _audit(tmp_path, {"0001-boom.patch": patch_text(broken)}, "--python", sys.executable)
+    gate = gates["0001-boom.patch"]
+    assert gate["status"] == "failed", gate
+    assert "vllm.boom" in gate["summary"] and "boom at import" in gate["summary"]
+    assert gate["details"]["real_import"]["modules"]["vllm.boom"]["status"] == "failed"
