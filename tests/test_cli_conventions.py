@@ -46,7 +46,7 @@ def test_version():
 
 
 def test_the_cli_choices_are_the_registrys_the_catalogues_and_applys():
-    assert cli.GATE_NAMES == GATES == KNOWN_GATES
+    assert cli.GATE_NAMES == GATES and set(KNOWN_GATES) <= set(GATES)
     assert cli.LANGS == LANGS and cli.TARGETS == TARGETS
 
 
