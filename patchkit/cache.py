@@ -11,17 +11,19 @@ Layout under ``cache_root()``::
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from patchkit import __version__
 
@@ -66,16 +68,38 @@ def code_identity() -> str:
     return f"{__version__}-{digest.hexdigest()[:16]}"
 
 
+def _owner_file(path: Path) -> Path:
+    return path.with_name(path.name + ".owner")
+
+
+def lock_owner(path: Path) -> str:
+    """Who holds the lock ``path``, as its holder wrote it ("pid 123: patchkit audit ...")."""
+    try:
+        return _owner_file(path).read_text("utf-8").strip() or "an unknown process"
+    except OSError:
+        return "an unknown process"
+
+
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` body."""
+    """Hold an exclusive lock on ``path`` (filelock; created if missing) for the ``with`` body.
+    Whoever has to wait is told who holds it (the holder writes its pid and command beside it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"patchkit: waiting for the cache lock {path} (held by {lock_owner(path)})", file=sys.stderr,
+              flush=True)  # fmt: skip
+        lock.acquire()
+    try:
+        with contextlib.suppress(OSError):  # only for the message of whoever waits
+            _owner_file(path).write_text(f"pid {os.getpid()}: {' '.join(sys.argv)}\n", encoding="utf-8")
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            _owner_file(path).unlink()
+        lock.release()
 
 
 def entry_lock(kind: str, key: str) -> contextlib.AbstractContextManager[None]:

@@ -6,7 +6,14 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import click
 import typer
+
+# the choices every command validates alike (click refuses anything else with exit 2, naming them);
+# tests/test_cli_conventions.py checks they are the registry's, the catalogues' and apply's
+GATE_NAMES = ("apply", "ruff", "imports", "dco", "tests")
+LANGS = ("en", "zh")
+TARGETS = ("checkout", "site-packages")
 
 app = typer.Typer(
     add_completion=False,
@@ -17,21 +24,60 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"patchkit {version('patchkit')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _main() -> None:
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
     """Split, apply and audit downstream patch sets for vLLM."""
 
 
-def _run(fn, *args) -> None:
-    """Turn user errors into one line and exit 2 (or 1 for failed checks); bugs still raise."""
+def _gate_list(text: str | None) -> str | None:
+    """A comma list of gate names, refused like a click choice when a name is unknown."""
+    if text is None:
+        return None
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in names if g not in GATE_NAMES]
+    if unknown or not names:
+        bad = unknown[0] if unknown else text
+        raise typer.BadParameter(f"{bad!r} is not one of {', '.join(map(repr, GATE_NAMES))}.")
+    return ",".join(names)
+
+
+def _run(fn, *args, json_out: Path | None = None) -> None:
+    """Turn user errors into one line and exit 2 (or 1 for failed checks); bugs still raise.
+    With ``--json F`` a failed command writes its error there too, so scripts always find a record."""
     from patchkit.errors import UserError
 
     try:
         code = fn(*args)
     except UserError as exc:
         print(f"patchkit: error: {exc.line()}", file=sys.stderr)
+        # an error about the JSON file itself (e.g. a full disk) keeps its previous version
+        if json_out is not None and not any(str(p) in exc.line() for p in (json_out, json_out.resolve())):
+            _write_error(json_out, exc)
         raise typer.Exit(exc.exit_code) from None
     raise typer.Exit(code)
+
+
+def _write_error(json_out: Path, exc) -> None:
+    import json
+
+    record = {"ok": False, "error": exc.line(), "exit_code": exc.exit_code}
+    try:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    except OSError as err:
+        print(f"patchkit: error: cannot write {json_out}: {err.strerror}", file=sys.stderr)
 
 
 @app.command()
@@ -41,7 +87,7 @@ def split(
     pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml whose [target] is the base")] = None,
     rules: Annotated[Optional[Path], typer.Option(help="domains.toml (default: vLLM rules)")] = None,
     out: Annotated[Path, typer.Option(help="directory for series, patches, split.json")] = Path("split-out"),
-    explain: Annotated[bool, typer.Option(help="print hunk -> domain -> rule")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="print hunk -> domain -> rule")] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="also write split.json here")] = None,
     root: Annotated[
         Optional[str], typer.Option(help="prefix that roots replay paths ('vllm' or '.')")
@@ -56,7 +102,8 @@ def split(
     """Split a tangled replay into one patch per domain and prove nothing was lost."""
     from patchkit.commands import split as command
 
-    _run(command.run, replays, base, pin, rules, out, explain, json_out, root, overlay_threshold, author)
+    _run(command.run, replays, base, pin, rules, out, explain, json_out, root, overlay_threshold, author,
+         json_out=json_out)  # fmt: skip
 
 
 @app.command()
@@ -68,46 +115,66 @@ def rebase(
     from_base: Annotated[Optional[Path], typer.Option(help="old base source tree")] = None,
     out: Annotated[Path, typer.Option(help="directory for the rebased series")] = Path("rebase-out"),
     continue_: Annotated[bool, typer.Option("--continue", help="go on after resolving the worktree")] = False,
-    abort: Annotated[bool, typer.Option(help="drop the rebase, restore --out as it was")] = False,
+    abort: Annotated[bool, typer.Option("--abort", help="drop the rebase, restore --out as it was")] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="also write the report here")] = None,
 ) -> None:
     """Carry a series to a new base with a 3-way merge; stop on conflicts like git rebase."""
     from patchkit.commands import rebase as command
 
-    _run(command.run, series_dir, to, to_base, from_, from_base, out, continue_, abort, json_out)
+    _run(
+        command.run,
+        series_dir,
+        to,
+        to_base,
+        from_,
+        from_base,
+        out,
+        continue_,
+        abort,
+        json_out,
+        json_out=json_out,
+    )
 
 
-_TARGET_HELP = "checkout | site-packages"
+_TARGET = typer.Option(click_type=click.Choice(TARGETS), help="what to patch")
+_LANG = typer.Option(click_type=click.Choice(LANGS), help="report language")
 
 
 @app.command("apply")
 def apply_(
     series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
-    target: Annotated[str, typer.Option(help=_TARGET_HELP)] = "checkout",
+    target: Annotated[str, _TARGET] = "checkout",
     path: Annotated[Optional[Path], typer.Option(help="checkout to patch (--target checkout)")] = None,
     python: Annotated[Optional[str], typer.Option(help="interpreter whose vllm to patch")] = None,
     site_packages: Annotated[Optional[Path], typer.Option(help="site-packages dir holding vllm")] = None,
-    check: Annotated[bool, typer.Option(help="say what would happen, write nothing")] = False,
-    reverse: Annotated[bool, typer.Option(help="restore the base bytes")] = False,
-    recover: Annotated[bool, typer.Option(help="roll back an interrupted apply, then stop")] = False,
-    force: Annotated[bool, typer.Option(help="apply over a version mismatch / reverse over drift")] = False,
+    check: Annotated[bool, typer.Option("--check", help="say what would happen, write nothing")] = False,
+    reverse: Annotated[bool, typer.Option("--reverse", help="restore the base bytes")] = False,
+    recover: Annotated[
+        bool, typer.Option("--recover", help="roll back an interrupted apply, then stop")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="apply over a version mismatch / reverse over drift")
+    ] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
     lock_timeout: Annotated[float, typer.Option(help="seconds to wait for the target lock")] = 30,
     strict_index: Annotated[
-        bool, typer.Option(help="refuse a file that is not the preimage blob its index line names")
+        bool,
+        typer.Option(
+            "--strict-index", help="refuse a file that is not the preimage blob its index line names"
+        ),
     ] = False,
 ) -> None:
     """Apply a series (and overlays) to a checkout or an installed vllm, all or nothing."""
     from patchkit.commands import apply as command
 
     _run(command.run, series_dir, target, path, python, site_packages, check, reverse, recover, force,
-         json_out, lock_timeout, strict_index)  # fmt: skip
+         json_out, lock_timeout, strict_index, json_out=json_out)  # fmt: skip
 
 
 @app.command()
 def status(
     series_dir: Annotated[Optional[Path], typer.Argument(help="also compare with this series")] = None,
-    target: Annotated[str, typer.Option(help=_TARGET_HELP)] = "checkout",
+    target: Annotated[str, _TARGET] = "checkout",
     path: Annotated[Optional[Path], typer.Option(help="checkout (--target checkout)")] = None,
     python: Annotated[Optional[str], typer.Option(help="interpreter whose vllm to inspect")] = None,
     site_packages: Annotated[Optional[Path], typer.Option(help="site-packages dir holding vllm")] = None,
@@ -117,7 +184,17 @@ def status(
     """What is applied where, verified by hash; exit 1 on drift."""
     from patchkit.commands import status as command
 
-    _run(command.run, series_dir, target, path, python, site_packages, json_out, lock_timeout)
+    _run(
+        command.run,
+        series_dir,
+        target,
+        path,
+        python,
+        site_packages,
+        json_out,
+        lock_timeout,
+        json_out=json_out,
+    )
 
 
 @app.command()
@@ -132,11 +209,38 @@ def checkout(
 
 
 @app.command()
+def pin(
+    spec: Annotated[
+        Optional[str], typer.Argument(help="NAME==VERSION on the package index, e.g. vllm==0.33.0")
+    ] = None,
+    git: Annotated[
+        Optional[tuple[str, str]], typer.Option(help="URL REV: a git repository and commit (or tag)")
+    ] = None,
+    path: Annotated[Optional[Path], typer.Option(help="a source tree to pin")] = None,
+    config: Annotated[
+        Optional[Path], typer.Option(help="the toml to edit (default: the project's patchkit.toml)")
+    ] = None,
+) -> None:
+    """Write or update [target] in patchkit.toml, with the sha256 the package index lists."""
+    from patchkit.commands import pin as command
+
+    _run(command.run, spec, list(git) if git else None, path, config)
+
+
+@app.command()
 def audit(
     series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
     pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml whose [target] is the base")] = None,
     base: Annotated[Optional[Path], typer.Option(help="base source tree (git or not)")] = None,
-    gates: Annotated[Optional[str], typer.Option(help="comma list of apply,ruff,dco,tests")] = None,
+    gates: Annotated[
+        Optional[str], typer.Option(callback=_gate_list, help="comma list of apply,ruff,dco,tests")
+    ] = None,
+    optional_gates: Annotated[
+        Optional[str],
+        typer.Option(
+            callback=_gate_list, help="comma list of gates whose could-not-run is accepted ([audit] optional)"
+        ),
+    ] = None,
     jobs: Annotated[Optional[int], typer.Option(help="patches audited in parallel")] = None,
     python: Annotated[Optional[str], typer.Option(help="interpreter the tests gate runs pytest with")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the audit JSON here")] = None,
@@ -144,17 +248,20 @@ def audit(
     md: Annotated[Optional[Path], typer.Option(help="write the Markdown report here")] = None,
     junit: Annotated[Optional[Path], typer.Option(help="write a JUnit XML of the gates here")] = None,
     shard: Annotated[Optional[str], typer.Option(help="I/N: audit patches whose index % N == I-1")] = None,
-    lang: Annotated[str, typer.Option(help="report language: en or zh")] = "en",
+    lang: Annotated[str, _LANG] = "en",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="ignore and do not fill the cache")] = False,
     prepare_env: Annotated[
         bool, typer.Option("--prepare-env", help="build the cached test venv for the base if needed")
     ] = False,
 ) -> None:
-    """Run the gates (apply, ruff, dco, tests) over a series; exit 1 unless every patch is ready."""
+    """Run the gates (apply, ruff, dco, tests) over a series and write the reports (default: reports/
+    audit.json, .html, .md; any output flag replaces them). Exit 0 every patch ready, 1 a gate failed,
+    3 incomplete (a requested gate could not run)."""
     from patchkit.commands import audit as command
 
-    _run(command.run, series_dir, pin, base, gates, jobs, python, json_out, html, md, junit, shard, lang,
-         no_cache, prepare_env)  # fmt: skip
+    outputs = command.Outputs(json_out, html, md, junit)
+    _run(command.run, series_dir, pin, base, gates, optional_gates, jobs, python, outputs, shard, lang,
+         no_cache, prepare_env, json_out=json_out)  # fmt: skip
 
 
 @app.command()
@@ -163,7 +270,10 @@ def report(
     html: Annotated[Optional[Path], typer.Option(help="write the HTML report here")] = None,
     md: Annotated[Optional[Path], typer.Option(help="write the Markdown PR comment here")] = None,
     junit: Annotated[Optional[Path], typer.Option(help="write JUnit XML here")] = None,
-    lang: Annotated[Optional[str], typer.Option(help="en or zh (default: from the locale)")] = None,
+    lang: Annotated[
+        Optional[str],
+        typer.Option(click_type=click.Choice(LANGS), help="report language (default: from the locale)"),
+    ] = None,
 ) -> None:
     """Re-render (and merge) audit results as HTML, Markdown and JUnit."""
     from patchkit.commands import report as command
@@ -172,19 +282,49 @@ def report(
 
 
 def main() -> None:
+    """Run the CLI; a usage error (a bad choice, a missing argument) is written to ``--json F`` too."""
     # typer inspects the signature of every registered command at each start: when the command
     # line names one, register only that one (``patchkit --help`` still lists them all)
     named = [c for c in app.registered_commands if len(sys.argv) > 1 and _command_name(c) == sys.argv[1]]
     everything = list(app.registered_commands)
     app.registered_commands[:] = named or everything
     try:
-        app()
+        code = app(standalone_mode=False)
+    except click.UsageError as exc:
+        exc.show()
+        if (json_out := _json_option(sys.argv[1:])) is not None:
+            _write_error(json_out, _UsageLine(exc))
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        print("Aborted!", file=sys.stderr)
+        sys.exit(1)
     finally:  # in-process callers (tests) keep the whole app
         app.registered_commands[:] = everything
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _command_name(command: typer.models.CommandInfo) -> str:
     return command.name or command.callback.__name__.replace("_", "-")
+
+
+def _json_option(args: list[str]) -> Path | None:
+    for index, arg in enumerate(args):
+        if arg == "--json" and index + 1 < len(args):
+            return Path(args[index + 1])
+        if arg.startswith("--json="):
+            return Path(arg.split("=", 1)[1])
+    return None
+
+
+class _UsageLine:
+    """A click usage error shaped like a UserError for ``_write_error``."""
+
+    def __init__(self, exc: click.UsageError) -> None:
+        self.exit_code = exc.exit_code
+        self.text = exc.format_message()
+
+    def line(self) -> str:
+        return self.text
 
 
 if __name__ == "__main__":

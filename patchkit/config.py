@@ -29,6 +29,7 @@ class SeriesConfig:
 @dataclass
 class AuditConfig:
     gates: list[str] = field(default_factory=lambda: list(KNOWN_GATES))
+    optional: list[str] = field(default_factory=list)  # gates whose could-not-run does not make "incomplete"
     jobs: int = 2
     test_timeout: float = 300
     per_test_timeout: float = 60
@@ -60,6 +61,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
     "series": {"dir": "path", "rules": "path", "replays": "paths"},
     "audit": {
         "gates": "strs",
+        "optional": "strs",
         "jobs": "int",
         "test_timeout": "seconds",
         "per_test_timeout": "seconds",
@@ -86,6 +88,12 @@ def project_config(start: Path | None = None) -> ProjectConfig:
         return load_config(found)
     root = (start or Path.cwd()).resolve()
     return ProjectConfig(root=root, file=None, target=None, series=SeriesConfig(root / "patches"))
+
+
+def owns_series(config: ProjectConfig, series_dir: Path) -> bool:
+    """Whether ``series_dir`` is the project's own series ([series].dir): only then do the project's
+    pin and overlays apply to it; any other series carries its own (split.json, its dir)."""
+    return config.file is not None and series_dir.resolve() == config.series.dir.resolve()
 
 
 def load_pin(path: Path) -> Pin:

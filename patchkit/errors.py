@@ -5,6 +5,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILED = 1  # a gate or a verification failed
 EXIT_USAGE = 2  # bad input or usage
+EXIT_INCOMPLETE = 3  # an audit where a requested gate could not run (and nothing failed)
 
 
 class UserError(Exception):

@@ -137,3 +137,13 @@ def merge_file(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, 
     if proc.returncode < 0 or proc.returncode > 127:
         raise RuntimeError(f"git merge-file failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc.stdout, proc.returncode
+
+
+def ls_remote(url: str, rev: str) -> str | None:
+    """The commit id a branch or tag ``rev`` of ``url`` names (a tag peeled to its commit), or None."""
+    proc = run(["ls-remote", url, rev, f"{rev}^{{}}"], check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git ls-remote {url} failed: {proc.stderr.decode(errors='replace').strip()}")
+    refs = dict(reversed(line.split("\t", 1)) for line in proc.stdout.decode().splitlines() if "\t" in line)
+    peeled = [sha for ref, sha in refs.items() if ref.endswith("^{}")]
+    return (peeled or list(refs.values()) or [None])[0]

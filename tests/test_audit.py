@@ -5,7 +5,7 @@ import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 from typer.testing import CliRunner
 
-from patchkit.audit.engine import in_shard, merge_results, parse_shard, verdict_reasons, worst
+from patchkit.audit.engine import exit_code, in_shard, merge_results, parse_shard, verdict_reasons, worst
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit
 from patchkit.cli import app
 from patchkit.errors import UserError
@@ -35,10 +35,34 @@ def test_verdict_ready_needs_work_blocked():
     assert verdict == "blocked"
 
 
-def test_could_not_run_does_not_block_but_is_a_reason():
+def test_a_requested_gate_that_could_not_run_makes_the_patch_incomplete():
     verdict, reasons = patch_verdict([g("apply", "passed"), g("tests", "could-not-run", "no-accelerator")])
+    assert verdict == "incomplete"
+    assert reasons == ["tests could not run here: no-accelerator (the verdict is incomplete)"]
+    # a failure still outranks it, and both reasons are listed
+    verdict, reasons = patch_verdict([g("ruff", "could-not-run", "no ruff"), g("dco", "failed", "unsigned")])
+    assert verdict == "needs-work" and len(reasons) == 2
+
+
+def test_an_optional_gate_that_could_not_run_is_accepted_and_says_so():
+    gates = [g("apply", "passed"), g("tests", "could-not-run", "no-accelerator")]
+    verdict, reasons = verdict_reasons(gates, optional=["tests"])
     assert verdict == "ready"
-    assert reasons == ["tests could not run here: no-accelerator (does not block the verdict)"]
+    assert [message_text(r) for r in reasons] == [
+        "tests could not run here: no-accelerator (accepted: the project marks tests optional)"
+    ]
+    assert verdict_reasons(gates, optional=["ruff"])[0] == "incomplete"
+
+
+def test_exit_code_is_3_when_only_could_not_run_stands_in_the_way():
+    def result(*verdicts):
+        patches = [PatchAudit(f"{i:04d}-x.patch", "x", {}, [], v, []) for i, v in enumerate(verdicts)]
+        return AuditResult("s", Pin(), patches, worst(list(verdicts)))
+
+    assert exit_code(result("ready", "ready")) == 0
+    assert exit_code(result("ready", "incomplete")) == 3
+    assert exit_code(result("incomplete", "needs-work")) == 1
+    assert worst(["incomplete", "ready"]) == "incomplete" and worst(["incomplete", "blocked"]) == "blocked"
 
 
 def test_series_verdict_is_the_worst():
@@ -161,3 +185,24 @@ def test_audit_outside_a_project_uses_the_series_split_json_base(tmp_path, monke
     (out / "split.json").unlink()
     audit = runner.invoke(app, ["audit", str(out), "--gates", "apply", "--json", "b.json"])
     assert audit.exit_code == 2 and "no base" in audit.output
+
+
+def test_cli_a_requested_gate_that_could_not_run_is_incomplete_exit_3(tmp_path, monkeypatch):
+    from patchkit.audit.ruff_binary import RuffTool
+    from patchkit.values import Message
+
+    why = Message("ruff.why.none", {"reason": Message("ruff.why.no-pin", {"config": "x"}).to_dict()})
+    monkeypatch.setattr("patchkit.audit.gates.ruff.tool_for", lambda trees: RuffTool(None, "", "none", why))
+    base, series = _cli_series(tmp_path)
+    out = tmp_path / "a.json"
+    args = ["audit", str(series), "--base", str(base), "--gates", "apply,ruff", "--json", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 3, result.output
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "incomplete"
+    assert "ruff could not run here: no ruff could run" in data["patches"][0]["reasons"][0]
+    accepted = CliRunner().invoke(app, [*args, "--optional-gates", "ruff", "--no-cache"])
+    assert accepted.exit_code == 0, accepted.output
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "ready" and data["environment"]["optional_gates"] == ["ruff"]
+    assert "accepted: the project marks ruff optional" in data["patches"][0]["reasons"][0]

@@ -111,3 +111,27 @@ def test_get_json_of_corrupt_file_is_none(cache_dir: Path) -> None:
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
     assert cache.get_json("baseline", "bad") is None
+
+
+def test_waiting_for_the_cache_lock_says_who_holds_it(cache_dir, capfd):
+    import subprocess
+    import sys
+    import time
+
+    from patchkit import cache
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time, sys\nfrom patchkit import cache\n"
+         "with cache.entry_lock('base', 'k'):\n    print('held', flush=True)\n    time.sleep(1.5)\n"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    with cache.entry_lock("base", "k"):
+        waited = time.monotonic() - started
+    holder.wait(timeout=30)
+    err = capfd.readouterr().err
+    assert waited > 0.5
+    assert (
+        f"waiting for the cache lock {cache_dir / 'base' / '.k.lock'} (held by pid {holder.pid}: -c)" in err
+    )

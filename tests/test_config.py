@@ -140,3 +140,14 @@ def test_prepare_env_is_a_boolean(tmp_path: Path) -> None:
     with pytest.raises(UserError) as info:
         config.load_config(path)
     assert "audit.prepare_env" in str(info.value) and "true or false" in str(info.value)
+
+
+def test_audit_optional_gates_are_read_and_checked(tmp_path):
+    from patchkit.config import load_config
+
+    path = tmp_path / "patchkit.toml"
+    path.write_text('[audit]\noptional = ["tests"]\n')
+    assert load_config(path).audit.optional == ["tests"]
+    path.write_text('[audit]\noptional = ["lint"]\n')
+    with pytest.raises(UserError, match="audit.optional: unknown gate 'lint'"):
+        load_config(path)

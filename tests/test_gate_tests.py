@@ -61,9 +61,9 @@ def test_regressed_could_not_run_and_passed(tmp_path, cache):
 
     assert hub.status == "could-not-run"  # nothing ran: never passed
     assert hub.details["causes"] == {"no-accelerator": 1, "model-hub-unreachable": 1}
-    assert hub.summary.startswith("nothing ran")
-    assert result.patches[0].verdict == "ready"
-    assert any("tests could not run here" in r for r in result.patches[0].reasons)
+    assert hub.summary.startswith("no selected test ran on both the base and the patched tree")
+    assert result.patches[0].verdict == "incomplete"  # a requested gate that could not run: never ready
+    assert any("tests could not run here" in r and "incomplete" in r for r in result.patches[0].reasons)
 
     assert ok.status == "passed" and ok.summary == "2 passed on both; 0 regressed"
     assert broken.status == "failed"
@@ -126,7 +126,10 @@ def test_a_module_that_cannot_be_collected_does_not_hide_the_others(tmp_path, ca
     diff = file_diff("tests/test_new_ok.py", None, ok) + file_diff("tests/test_new_cpu.py", None, platform)
     base, pin, series = build(tmp_path, {"0001-tests.patch": patch_text(diff, trailers=SIGN)})
     result = gate(audit(base, pin, series), 0)
-    assert result.status == "passed", result.summary
+    # new tests only: nothing ran on both sides, so the gate could not compare (never "passed")
+    assert result.status == "could-not-run", result.summary
+    assert "1 new-passed; 1 of 2 could-not-run (unsupported-platform)" in result.summary
+    assert result.details["could_not_run_share"] == 0.5
     assert result.details["counts"] == {"new-passed": 1, "could-not-run": 1}
     assert result.details["causes"] == {"unsupported-platform": 1}
 
@@ -141,7 +144,7 @@ def test_xdist_only_where_it_can_spread_the_work():
 
 
 def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch, capsys):
-    from patchkit.commands.audit import run
+    from patchkit.commands.audit import Outputs, run
 
     calc = patch_text(
         file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env")), trailers=SIGN
@@ -150,7 +153,7 @@ def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch
     (tmp_path / "patchkit.toml").write_text(f'[series]\nrules = "{FAKE_TREE / "domains.toml"}"\n')
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "a.json"
-    args = (series, None, base.root, "apply,tests", None, sys.executable, out, None, None, None, None, "en")
+    args = (series, None, base.root, "apply,tests", None, None, sys.executable, Outputs(json=out), None, "en")
     assert run(*args, False, False) == 0
     table = capsys.readouterr().err
     assert "where the time went" in table and "tests.pytest.base" in table and "tests.pytest.patch" in table
@@ -165,3 +168,58 @@ def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch
 def test_only_patchkits_own_test_venv_gets_bytecode_written(cache):
     assert owns_bytecode(str(cache / "testenv" / "venv-0123" / "bin" / "python"))
     assert not owns_bytecode(sys.executable)  # somebody else's interpreter: never written to
+
+
+def test_progress_reports_gates_with_n_of_m_and_live_pytest_counts_per_side(tmp_path, cache):
+    diff = file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env"))
+    base, pin, series = build(tmp_path, {"0001-calc.patch": patch_text(diff, trailers=SIGN)})
+    settings = TestSettings(
+        python=sys.executable, base_root=base.root, base_hash=pin.tree_hash, test_timeout=120
+    )
+    events = []
+    options = AuditOptions(gates=["apply", "tests"], settings={"tests": settings}, progress=events.append)
+    result = fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
+    assert gate(result, 0).summary == "2 passed on both; 0 regressed"
+    kinds = [(e.kind, e.gate, e.number, e.total) for e in events if e.kind != "tests"]
+    gates = [(kind, name, 1, 1) for name in ("apply", "tests") for kind in ("gate-start", "gate-done")]
+    assert kinds == [*gates, ("patch-done", "", 1, 1)]
+    live = [(e.side, e.done, e.selected) for e in events if e.kind == "tests"]
+    assert live and {side for side, _, _ in live} == {"base", "patched"}  # pytest's own "[ 2/2]"
+    assert all(selected == 2 for _, _, selected in live) and ("patched", 2, 2) in live
+
+
+def test_plain_progress_lines_for_logs(tmp_path):
+    import io
+
+    from patchkit.audit.model import ProgressEvent
+    from patchkit.commands.progress import AuditProgress
+
+    stream = io.StringIO()
+    with AuditProgress(stream) as tell:
+        tell(ProgressEvent("gate-start", "0002-x.patch", 2, 4, gate="tests"))
+        tell(ProgressEvent("tests", "0002-x.patch", 2, 4, gate="tests", side="base", done=12, selected=296))
+        tell(ProgressEvent("gate-done", "0002-x.patch", 2, 4, gate="tests", status="passed", seconds=61.25))
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("patchkit: [00:0") and lines[0].endswith(
+        "[2/4] 0002-x.patch tests on base: 12/296 tests"
+    )
+    assert lines[1].endswith("[2/4] 0002-x.patch tests: passed (61.2 s)")
+
+
+def test_a_base_run_that_times_out_does_not_run_the_patched_side(tmp_path, cache, monkeypatch):
+    from patchkit.audit.gates import tests as tests_module
+
+    sides, real_side = [], tests_module._side
+    monkeypatch.setattr(tests_module, "_side", lambda *args: sides.append(args[5]) or real_side(*args))
+    diff = file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env"))
+    base, pin, series = build(tmp_path, {"0001-calc.patch": patch_text(diff, trailers=SIGN)})
+    settings = TestSettings(
+        python=sys.executable, base_root=base.root, base_hash=pin.tree_hash, test_timeout=0.01
+    )
+    events = []
+    options = AuditOptions(gates=["apply", "tests"], settings={"tests": settings}, progress=events.append)
+    result = fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
+    assert gate(result, 0).status == "could-not-run"
+    assert gate(result, 0).summary == "base run: timeout: pytest did not finish in 0.01 s"
+    assert sides == ["base"]  # the patched tree was never run: there is nothing to compare it with
+    assert result.patches[0].verdict == "incomplete"

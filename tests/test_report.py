@@ -37,10 +37,19 @@ def test_junit_valid_against_schema_and_never_passes_what_did_not_run():
     xmlschema.XMLSchema(str(FIXTURES / "junit-10.xsd")).validate(text)
     root = ET.fromstring(text)
     cases = {(s.get("name"), c.get("name")): c for s in root.iter("testsuite") for c in s.iter("testcase")}
-    tests = cases[("0001-spec-decode.patch", "tests")]
-    assert tests.find("skipped").get("message") == "could not run: no CUDA device"
+    tests = cases[("0001-spec-decode.patch", "tests")]  # requested, could not run: an error, never a pass
+    assert tests.find("error").get("message") == "could not run: no CUDA device"
     assert cases[("0001-spec-decode.patch", "ruff")].find("failure") is not None
     assert cases[("0002-logging.patch", "tests")].find("skipped") is not None
+
+
+def test_junit_skips_a_could_not_run_gate_the_project_accepts():
+    result = load()
+    result.environment["optional_gates"] = ["tests"]
+    root = ET.fromstring(render_junit(result, "en"))
+    suite = next(s for s in root.iter("testsuite") if s.get("name") == "0001-spec-decode.patch")
+    tests = next(c for c in suite.iter("testcase") if c.get("name") == "tests")
+    assert tests.find("skipped") is not None and tests.find("error") is None and suite.get("errors") == "0"
 
 
 def test_junit_escapes_hostile_input():

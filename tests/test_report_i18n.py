@@ -43,11 +43,11 @@ ENGLISH_GATE_FRAGMENTS = (
     "applies in series",
     "does not apply at its place",
     "could not run here",
-    "does not block",
+    "the verdict is incomplete",
     "failed:",
     "passed on both",
     "could-not-run (",
-    "nothing ran",
+    "ran on both the base",
     "all gates passed",
     "no Signed-off-by",
 )
@@ -109,7 +109,10 @@ def test_zh_report_of_real_gate_results_has_no_english_gate_sentence(audited):
         assert "补丁新引入 1 个 ruff 问题：F401" in text
         assert "dco 未通过：" in text and "在序列中的位置上打不上" in text
         assert "按序列顺序可以打上；需要先打 0001-calc.patch" in text
-        assert "tests 在本机无法运行：一个测试都没跑成" in text and "没有加速卡 1 个" in text
+        assert (
+            "tests 在本机无法运行：没有任何选中的测试同时在基线和打补丁后的代码上运行" in text
+            and "没有加速卡 1 个" in text
+        )
         assert not re.search(r"\b(gate|reason|dco\.commit|tests\.part)\.[a-z-]+", text)  # no raw key
     assert "没有 Signed-off-by（作者 Ada Dev &lt;ada@example.org&gt;）" in render_html(record, "zh")
     console = Console(file=io.StringIO(), width=200)
@@ -156,8 +159,10 @@ def test_comparison_summary_reads_as_chinese():
     cmp.add("could-not-run", "c")
     cmp.causes["no-accelerator"] += 1
     message = summary_message(cmp)
-    assert message_text(message) == "2 passed on both; 1 could-not-run (no-accelerator); 0 regressed"
-    assert message_text(message, "zh") == "2 个在打补丁前后都通过；1 个无法运行（没有加速卡）；0 个回归"
+    assert message_text(message) == "2 passed on both; 1 of 3 could-not-run (no-accelerator); 0 regressed"
+    assert (
+        message_text(message, "zh") == "2 个在打补丁前后都通过；3 个中 1 个无法运行（没有加速卡）；0 个回归"
+    )
 
 
 def test_a_record_without_keys_still_renders_in_english():

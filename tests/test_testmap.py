@@ -108,7 +108,7 @@ def test_compare_categories():
     assert cmp.rows["could-not-run"] == ["env"] and cmp.rows["new-passed"] == ["n"]
     assert message_text(summary_message(cmp)) == (
         "1 passed on both; 1 fixed; 2 still-failing; 1 new-passed; "
-        "1 could-not-run (no-accelerator); 1 regressed"
+        "1 of 7 could-not-run (no-accelerator); 1 regressed"
     )
 
 
@@ -123,7 +123,12 @@ def test_collection_error_with_patch_regresses_the_module_tests():
 def test_nothing_ran_when_everything_is_environment():
     both = {"a": _o("error", "model-hub-unreachable")}
     cmp = compare(both, dict(both))
-    assert cmp.ran == 0 and cmp.count("could-not-run") == 1
+    assert cmp.ran == 0 and cmp.ran_on_both == 0 and cmp.count("could-not-run") == 1
+
+
+def test_new_tests_alone_did_not_run_on_both_sides():
+    cmp = compare({}, {"n": _o("passed")})
+    assert cmp.ran == 1 and cmp.ran_on_both == 0  # the tests gate calls this could-not-run
 
 
 TEARDOWN_JUNIT = """<?xml version="1.0"?><testsuites><testsuite>

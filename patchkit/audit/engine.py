@@ -10,7 +10,8 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -31,28 +32,29 @@ from patchkit.audit.gates import (
 )
 from patchkit.audit.gates.apply import series_states
 from patchkit.audit.gates.registry import GATES, REGISTRY
-from patchkit.audit.model import AuditResult, GateResult, PatchAudit, Verdict
+from patchkit.audit.model import AuditResult, GateResult, PatchAudit, ProgressEvent, Verdict
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, render_diff
 from patchkit.diff.model import FilePatch
 from patchkit.diff.pairs import diff_sides
-from patchkit.errors import UserError
+from patchkit.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, UserError
 from patchkit.series.files import load_entries, load_split_json
 from patchkit.split.model import Domain
 from patchkit.split.rules import Classifier
 from patchkit.upstream.meta import UpstreamMeta, read_upstream
 from patchkit.values import Message, Pin
 
-GATE_RESULT_FORMAT = 2  # bump when a cached GateResult's shape changes (2: message keys): every gate expires
-_RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
+GATE_RESULT_FORMAT = 3  # bump when a cached GateResult's shape or meaning changes (3: ran = on both sides)
+_RANK = {"ready": 0, "incomplete": 1, "needs-work": 2, "blocked": 3}
 
 
 # --------------------------------------------------------------------------- pure logic
 
 
-def verdict_reasons(gates: list[GateResult]) -> tuple[Verdict, list[Message]]:
-    """blocked if apply failed; needs-work if another gate failed; else ready. could-not-run gates
-    are listed as reasons but do not block. A reason quotes its gate's message (its summary if none)."""
+def verdict_reasons(gates: list[GateResult], optional: Collection[str] = ()) -> tuple[Verdict, list[Message]]:
+    """blocked if apply failed; needs-work if another gate failed; incomplete if a requested gate could
+    not run (unless the project named it optional: then the reason says it was accepted); else ready.
+    "ready" means every requested gate ran. A reason quotes its gate's message (its summary if none)."""
     reasons: list[Message] = []
     verdict: Verdict = "ready"
 
@@ -64,9 +66,12 @@ def verdict_reasons(gates: list[GateResult]) -> tuple[Verdict, list[Message]]:
             verdict = "blocked" if gate.gate == "apply" else max(verdict, "needs-work", key=_RANK.get)
             reasons.append(Message("reason.failed", quoted(gate)))
     for gate in gates:
-        if gate.status == "could-not-run":
+        if gate.status == "could-not-run" and gate.gate in optional:
+            reasons.append(Message("reason.could-not-run-accepted", quoted(gate)))
+        elif gate.status == "could-not-run":
+            verdict = max(verdict, "incomplete", key=_RANK.get)
             reasons.append(Message("reason.could-not-run", quoted(gate)))
-    if verdict == "ready" and not any(g.status == "could-not-run" for g in gates):
+    if verdict == "ready" and not reasons:
         ran = [g.gate for g in gates if g.status == "passed"]
         reasons.insert(0, Message("reason.all-passed", {"gates": ran}) if ran else Message("reason.none-ran"))
     return verdict, reasons
@@ -74,6 +79,14 @@ def verdict_reasons(gates: list[GateResult]) -> tuple[Verdict, list[Message]]:
 
 def worst(verdicts: list[Verdict]) -> Verdict:
     return max(verdicts, key=_RANK.get, default="ready")
+
+
+def exit_code(result: AuditResult) -> int:
+    """0 when every patch is ready, 1 when a gate failed, 3 when only could-not-run stands in the way."""
+    verdicts = {pa.verdict for pa in result.patches}
+    if verdicts & {"needs-work", "blocked"}:
+        return EXIT_FAILED
+    return EXIT_INCOMPLETE if "incomplete" in verdicts else EXIT_OK
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -210,11 +223,12 @@ def overlay_diffs(base: BaseTree, patch: PatchUnderAudit, state: SeriesState) ->
 @dataclass
 class AuditOptions:
     gates: list[str]
+    optional: list[str] = field(default_factory=list)  # gates whose could-not-run the project accepts
     jobs: int = 2
     use_cache: bool = True
     shard: tuple[int, int] | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # per gate, e.g. {"tests": TestSettings}
-    progress: Callable[[str], None] | None = None
+    progress: Callable[[ProgressEvent], None] | None = None
     extra_environment: dict = field(default_factory=dict)
 
 
@@ -232,10 +246,15 @@ def run_audit(
     for patch in chosen:
         patch.focused = focused_tests(sorted(patch.touched), meta.steps, _tests_under(base, patch), base.read)
 
+    numbers = {p.name: n for n, p in enumerate(chosen, 1)}
+
     def audit_one(patch: PatchUnderAudit) -> PatchAudit:
-        pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options)
-        if options.progress:
-            options.progress(patch.name)
+        def tell(kind: str, **data: Any) -> None:
+            if options.progress:
+                options.progress(ProgressEvent(kind, patch.name, numbers[patch.name], len(chosen), **data))
+
+        pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options, tell)
+        tell("patch-done", status=pa.verdict)
         return pa
 
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
@@ -243,7 +262,8 @@ def run_audit(
     for audit, patch in zip(audits, chosen):
         _upstream_view(audit, patch, meta)
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
-           "series_patches": [p.name for p in patches], "upstream_missing": meta.missing}  # fmt: skip
+           "series_patches": [p.name for p in patches], "upstream_missing": meta.missing,
+           "optional_gates": list(options.optional)}  # fmt: skip
     for name in options.gates:
         env.update(REGISTRY[name].environment(options.settings))
     shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
@@ -278,14 +298,16 @@ def _upstream_view(audit: PatchAudit, patch: PatchUnderAudit, meta: UpstreamMeta
 
 
 def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState, base: BaseTree,
-                 base_hash: str, options: AuditOptions) -> PatchAudit:  # fmt: skip
+                 base_hash: str, options: AuditOptions, tell: Callable[..., None]) -> PatchAudit:  # fmt: skip
     trees = Trees(base, state.pre, state.post)
     results: list[GateResult] = []
     needs: list[str] = patch.declared_needs or []
     applied = state.post is not None
     for gate in [REGISTRY[name] for name in GATES if name in options.gates]:
-        ctx = GateContext(patch, earlier, state, trees, needs, options.settings)
+        ctx = GateContext(patch, earlier, state, trees, needs, options.settings, progress=tell)
         key = gate_key(gate.name, patch, earlier, base_hash, gate.cache_config(ctx))
+        started = time.perf_counter()
+        tell("gate-start", gate=gate.name)
         cached = cache.get_json("audit-gate", key) if options.use_cache else None
         if cached is not None:
             result = replace(GateResult.from_dict(cached), cached=True)
@@ -298,7 +320,8 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         if "needs" in result.details:
             needs = result.details["needs"]
         results.append(result)
-    verdict, reasons = verdict_reasons(results)
+        tell("gate-done", gate=gate.name, status=result.status, seconds=time.perf_counter() - started)
+    verdict, reasons = verdict_reasons(results, options.optional)
     audit = PatchAudit(
         patch=patch.name,
         domain=patch.domain,

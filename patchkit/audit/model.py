@@ -9,7 +9,27 @@ from patchkit.diff.model import Commit
 from patchkit.values import SCHEMA_VERSION, JsonMixin, Message, Pin
 
 GateStatus = Literal["passed", "failed", "could-not-run", "skipped"]
-Verdict = Literal["ready", "needs-work", "blocked"]
+Verdict = Literal[
+    "ready", "incomplete", "needs-work", "blocked"
+]  # incomplete: a requested gate could not run
+
+
+@dataclass
+class ProgressEvent:
+    """What the audit is doing now, for a progress display (never recorded).
+
+    kind: gate-start | gate-done | patch-done | tests (live pytest counts of one side)."""
+
+    kind: str
+    patch: str
+    number: int  # 1-based among the patches this audit (shard) covers
+    total: int
+    gate: str = ""
+    status: str = ""  # gate-done: the gate's status
+    seconds: float = 0.0  # gate-done: how long the gate took
+    side: str = ""  # tests: base | patched
+    done: int = 0  # tests: tests finished so far
+    selected: int = 0  # tests: tests pytest collected for this side
 
 
 @dataclass

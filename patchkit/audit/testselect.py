@@ -168,6 +168,15 @@ class Comparison:
         return len(self.rows.get(category, []))
 
     @property
+    def total(self) -> int:
+        return sum(len(ids) for ids in self.rows.values())
+
+    @property
+    def ran_on_both(self) -> int:
+        """Tests that ran on the base and with the patch: what the gate's "ran" means."""
+        return sum(self.count(c) for c in ("passed", "regressed", "fixed", "still-failing"))
+
+    @property
     def ran(self) -> int:
         """Tests that actually ran (passed or failed for a reason that is not the environment)."""
         return sum(self.count(c) for c in RAN_CATEGORIES)
@@ -229,7 +238,8 @@ def summary_message(cmp: Comparison) -> Message:
     if cmp.count("could-not-run"):
         causes = [_cause(name, n, counted=len(cmp.causes) > 1) for name, n in cmp.causes.most_common()]
         count = cmp.count("could-not-run")
-        parts.append(Message("tests.part.could-not-run", {"count": count, "causes": causes}))
+        share = {"count": count, "total": cmp.total, "causes": causes}
+        parts.append(Message("tests.part.could-not-run", share))
     parts.append(Message("tests.part.regressed", {"count": cmp.count("regressed")}))
     return Message("gate.tests.compared", {"parts": [p.to_dict() for p in parts]})
 

@@ -84,7 +84,11 @@ def index_urls() -> list[str]:
     """The primary index followed by pip's extra indexes (env or config), without duplicates.
 
     Safe to search them all: the pin's sha256 decides what is accepted, not the index.
+    UserError when pip is told to use no index (PIP_NO_INDEX or ``no-index`` in pip.conf).
     """
+    no_index = os.environ.get("PIP_NO_INDEX") or _pip_config().get("no-index", "")
+    if no_index.strip().lower() in ("1", "true", "yes", "on"):
+        raise UserError("the package index is off (PIP_NO_INDEX / pip's no-index)")
     extra = os.environ.get("PIP_EXTRA_INDEX_URL") or _pip_config().get("extra-index-url", "")
     urls = [index_url(), *extra.split()]
     return list(dict.fromkeys(u.rstrip("/") + "/" for u in urls))
@@ -197,6 +201,22 @@ def _find_sdist(name: str, version: str) -> tuple[str, str, str | None]:
     raise UserError(f"no sdist {name}-{version} on {', '.join(map(_redact, searched))}")
 
 
+def _is_wheel_of(filename: str, name: str, version: str) -> bool:
+    parts = filename[: -len(".whl")].split("-") if filename.endswith(".whl") else []
+    return len(parts) >= 5 and normalize_name(parts[0]) == normalize_name(name) and parts[1] == version
+
+
+def project_files(name: str, version: str) -> list[tuple[str, str, str | None]]:
+    """(filename, url, listed sha256) of every sdist and wheel of ``name==version``, from the first
+    index that has any (UserError when an index cannot be reached)."""
+    for index in index_urls():
+        files = _project_files(f"{index}{normalize_name(name)}/") or []
+        found = [f for f in files if _is_sdist_of(f[0], name, version) or _is_wheel_of(f[0], name, version)]
+        if found:
+            return found
+    return []
+
+
 # --------------------------------------------------------------------------- download
 
 
@@ -234,6 +254,29 @@ def _download(url: str, dest: Path, expected: str) -> None:
     if digest.hexdigest() != expected:
         dest.unlink()
         raise CheckFailed(f"{dest.name}: sha256 mismatch: expected {expected}, got {digest.hexdigest()}")
+
+
+def sdist_sha256(name: str, version: str) -> tuple[str, str]:
+    """(filename, sha256) of the sdist ``name-version`` as the index lists it (PEP 691 / 503 hash);
+    an index that lists no hash has the file downloaded and hashed, as ``pip hash`` does."""
+    filename, url, listed = _find_sdist(name, version)
+    if listed:
+        return filename, listed.lower()
+    digest = hashlib.sha256()
+    try:
+        with _urlopen(url, {}, timeout=120) as response:
+            for chunk in _chunks(
+                response, int(response.headers.get("Content-Length") or 0) or None, filename
+            ):
+                digest.update(chunk)
+    except (urllib.error.URLError, OSError) as exc:
+        raise UserError(f"{_redact(url)}: download failed ({exc})") from None
+    return filename, digest.hexdigest()
+
+
+def download(url: str, dest: Path, sha256: str) -> None:
+    """Download ``url`` to ``dest``, keeping it only when its sha256 is ``sha256``."""
+    _download(url, dest, sha256.lower())
 
 
 def download_sdist(name: str, version: str, sha256: str) -> Path:

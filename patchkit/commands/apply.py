@@ -60,10 +60,10 @@ def series_version(series_dir: Path) -> tuple[str | None, str]:
     series = load_split_json(series_dir)
     if series is not None and series.base.version:
         return series.base.version, str(series_dir / "split.json")
-    from patchkit.config import project_config
+    from patchkit.config import owns_series, project_config
 
     config = project_config()
-    if config.target is not None and config.target.version:
+    if owns_series(config, series_dir) and config.target is not None and config.target.version:
         return config.target.version, str(config.file)
     return None, ""
 
@@ -115,7 +115,7 @@ def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, rep
     from patchkit.series.files import load_entries, load_overlays  # status does not read a series
 
     entries = load_entries(series_dir)
-    overlays = load_overlays(*[d for d in (series_dir, _project_root()) if d is not None])
+    overlays = load_overlays(*[d for d in (series_dir, project_overlay_root(series_dir)) if d is not None])
     identity = apply.series_identity(entries, overlays)
     report["series_dir"] = str(series_dir)
     state = apply.load_state(target)
@@ -192,11 +192,12 @@ def _reverse(target: apply.Target, series_dir: Path | None, check: bool, force: 
     report["action"] = "reversed"
 
 
-def _project_root() -> Path | None:
-    from patchkit.config import find_project_config
+def project_overlay_root(series_dir: Path) -> Path | None:
+    """The project's root (its overlays/) when ``series_dir`` is the project's own series; else None."""
+    from patchkit.config import owns_series, project_config
 
-    found = find_project_config()
-    return found.parent if found else None
+    config = project_config()
+    return config.root if owns_series(config, series_dir) else None
 
 
 def _files(plan: apply.Plan) -> list[dict]:

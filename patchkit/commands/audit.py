@@ -7,17 +7,19 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import timing
 from patchkit.atomic import write_atomic
-from patchkit.audit.engine import AuditOptions, parse_shard, run_audit
+from patchkit.audit.engine import AuditOptions, exit_code, parse_shard, run_audit
 from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
 from patchkit.base.tree import BaseTree
-from patchkit.config import ProjectConfig, load_config, project_config
-from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.commands.progress import AuditProgress
+from patchkit.config import ProjectConfig, load_config, owns_series, project_config
+from patchkit.errors import UserError
 from patchkit.report import render_all
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
@@ -26,14 +28,31 @@ from patchkit.values import Pin
 DEFAULT_REPORTS = Path("reports")
 
 
+@dataclass
+class Outputs:
+    """The files the audit writes; none given means the defaults (reports/audit.json, .html, .md)."""
+
+    json: Path | None = None
+    html: Path | None = None
+    md: Path | None = None
+    junit: Path | None = None
+
+    def resolved(self) -> Outputs:
+        if any((self.json, self.html, self.md, self.junit)):
+            return self
+        return Outputs(
+            DEFAULT_REPORTS / "audit.json", DEFAULT_REPORTS / "audit.html", DEFAULT_REPORTS / "audit.md"
+        )
+
+
 def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates: str | None,
-        jobs: int | None, python: str | None, json_out: Path | None, html: Path | None, md: Path | None,
-        junit: Path | None, shard: str | None, lang: str, no_cache: bool,
-        prepare_env: bool) -> int:  # fmt: skip
+        optional_gates: str | None, jobs: int | None, python: str | None, outputs: Outputs,
+        shard: str | None, lang: str, no_cache: bool, prepare_env: bool) -> int:  # fmt: skip
     started = time.perf_counter()
     timing.reset()
     config = load_config(pin_file) if pin_file else project_config()
     chosen = _gates(gates, config)
+    optional = _optional(optional_gates, config)
     shard_spec = parse_shard(shard)
     series_dir = series_dir or config.series.dir
     if not (series_dir / "series").is_file():
@@ -41,6 +60,7 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
     tree, pin = _base(base, pin_file, config, series_dir)
     options = AuditOptions(
         gates=chosen,
+        optional=optional,
         jobs=jobs or config.audit.jobs,
         use_cache=not no_cache,
         shard=shard_spec,
@@ -49,16 +69,19 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         if "tests" in chosen or ("imports" in chosen and (python or config.audit.python))
         else {},
     )
-    with _progress() as tick, timing.stage("audit.gates", f"gates {','.join(chosen)}, jobs {options.jobs}"):
-        options.progress = tick
+    with (
+        AuditProgress() as tell,
+        timing.stage("audit.gates", f"gates {','.join(chosen)}, jobs {options.jobs}"),
+    ):
+        options.progress = tell
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
     timing.record("audit.total", time.perf_counter() - started, "all but writing the reports", started)
     result.stages = [s.to_dict() for s in timing.stages()]
-    written = write_reports(result, json_out, html, md, junit, lang)
+    written = write_reports(result, outputs.resolved(), lang)
     _print_summary(result, written, time.perf_counter() - started)
     if timing.was_cold(timing.stages()):
         _print_stages(timing.stages())
-    return EXIT_OK if all(pa.verdict == "ready" for pa in result.patches) else EXIT_FAILED
+    return exit_code(result)
 
 
 def _gates(text: str | None, config: ProjectConfig) -> list[str]:
@@ -68,6 +91,16 @@ def _gates(text: str | None, config: ProjectConfig) -> list[str]:
         raise UserError(
             f"--gates: unknown gate {unknown[0] if unknown else '(none)'!r} (known: {', '.join(GATES)})"
         )
+    return names
+
+
+def _optional(text: str | None, config: ProjectConfig) -> list[str]:
+    """--optional-gates, else [audit] optional: gates whose could-not-run the project accepts."""
+    names = (
+        [g.strip() for g in text.split(",") if g.strip()] if text is not None else list(config.audit.optional)
+    )
+    if unknown := [g for g in names if g not in GATES]:
+        raise UserError(f"--optional-gates: unknown gate {unknown[0]!r} (known: {', '.join(GATES)})")
     return names
 
 
@@ -82,12 +115,12 @@ def _base(
     if base is not None:
         tree = BaseTree(base)
         return tree, Pin(source="path", path=str(tree.root), tree_hash=tree_hash(tree.root))
-    own_series = config.file is not None and series_dir.resolve() == config.series.dir.resolve()
-    pin = config.target if own_series or pin_file else (_series_pin(series_dir) or config.target)
+    own_series = owns_series(config, series_dir)
+    pin = config.target if own_series or pin_file else _series_pin(series_dir)
     if pin is None:
         raise UserError(
-            "no base: pass --base DIR or --pin patchkit.toml (no patchkit.toml from here up, "
-            "and the series' split.json names no usable base)"
+            "no base: pass --base DIR or --pin patchkit.toml (the series is not this project's own "
+            "[series].dir, and its split.json names no usable base)"
         )
     return BaseTree(prepare_base(pin)), pin
 
@@ -133,50 +166,25 @@ def test_workers(jobs: int) -> int:
     return max(1, cores // max(1, jobs))
 
 
-def write_reports(result: AuditResult, json_out: Path | None, html: Path | None, md: Path | None,
-                  junit: Path | None, lang: str) -> list[Path]:  # fmt: skip
-    """JSON always; HTML/Markdown/JUnit as asked."""
-    if not any((json_out, html, md, junit)):
-        json_out, html, md = (
-            DEFAULT_REPORTS / "audit.json",
-            DEFAULT_REPORTS / "audit.html",
-            DEFAULT_REPORTS / "audit.md",
-        )
-    json_out = json_out or DEFAULT_REPORTS / "audit.json"
-    json_out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(json_out, json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n")
-    written = [json_out]
-    if html or md or junit:
-        for path in (html, md, junit):
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-        render_all(result, html=html, md=md, junit=junit, lang=lang)
-        written += [p for p in (html, md, junit) if p is not None]
+def write_reports(result: AuditResult, outputs: Outputs, lang: str) -> list[Path]:
+    """Exactly the files asked for (``outputs.resolved()`` gives the defaults when none was)."""
+    written = [p for p in (outputs.json, outputs.html, outputs.md, outputs.junit) if p is not None]
+    for path in written:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if outputs.json is not None:
+        text = json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
+        write_atomic(outputs.json, text)
+    if outputs.html or outputs.md or outputs.junit:
+        render_all(result, html=outputs.html, md=outputs.md, junit=outputs.junit, lang=lang)
     return written
-
-
-class _progress:
-    """A rich progress line on stderr when it is a terminal; plain log lines otherwise (CI)."""
-
-    def __enter__(self):
-        if not sys.stderr.isatty():
-            self._bar = None
-            return lambda name: print(f"patchkit: audited {name}", file=sys.stderr, flush=True)
-        from rich.progress import Progress
-
-        self._bar = Progress(transient=True, console=None)
-        self._bar.start()
-        self._task = self._bar.add_task("auditing patches", total=None)
-        return lambda name: self._bar.update(self._task, advance=1, description=f"audited {name}")
-
-    def __exit__(self, *exc) -> None:
-        if getattr(self, "_bar", None) is not None:
-            self._bar.stop()
 
 
 def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from patchkit.report.terminal import STYLE
 
     console = Console(highlight=False, soft_wrap=True)
     gates = [g.gate for g in result.patches[0].gates] if result.patches else []
@@ -186,13 +194,17 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
     for column in ("patch", "verdict", *gates):
         table.add_column(column)
     for pa in result.patches:
-        cells = [f"{g.status}{' (cached)' if g.cached else ''}" for g in pa.gates]
-        table.add_row(pa.patch, pa.verdict, *cells)
+        cells = [Text(g.status + (" (cached)" if g.cached else ""), style=STYLE[g.status]) for g in pa.gates]
+        table.add_row(Text(pa.patch), Text(pa.verdict, style=STYLE[pa.verdict]), *cells)
     console.print(table)
     for pa in result.patches:
         for g in pa.gates:
             console.print(f"{pa.patch} {g.gate}: {g.status}{' [cached]' if g.cached else ''} - {g.summary}",
                           markup=False)  # fmt: skip
+    for pa in result.patches:
+        if pa.verdict != "ready" or any(g.status == "could-not-run" for g in pa.gates):
+            for reason in pa.reasons:
+                console.print(f"{pa.patch}: {pa.verdict}: {reason}", markup=False)
     console.print(f"verdict: {result.verdict}; reports: {', '.join(map(str, written))}; {seconds:.1f} s",
                   markup=False)  # fmt: skip
 

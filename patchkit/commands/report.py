@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from patchkit.audit.engine import merge_results
+from patchkit.audit.engine import exit_code, merge_results
 from patchkit.audit.model import AuditResult
-from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.errors import UserError
 from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
 from patchkit.report.terminal import print_summary
-
-VERDICT_RANK = {"ready": 0, "needs-work": 1, "blocked": 2}
 
 
 def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | None, lang: str | None) -> int:
@@ -22,8 +20,7 @@ def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | N
     merged = merge([load(path) for path in results])
     render_all(merged, html=html, md=md, junit=junit, lang=lang)
     print_summary(merged, lang)
-    failed = any(g.status == "failed" for p in merged.patches for g in p.gates)
-    return EXIT_FAILED if failed else EXIT_OK
+    return exit_code(merged)
 
 
 def load(path: Path) -> AuditResult:

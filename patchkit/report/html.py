@@ -26,7 +26,7 @@ from patchkit.report.pictures import label_grid, series_graph
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
-KNOWN_DETAIL_KEYS = {"findings", "commits", "tests", "reason", "rule"}
+KNOWN_DETAIL_KEYS = {"findings", "whitespace", "commits", "tests", "reason", "rule"}
 APPLY_DETAIL_KEYS = {"alone", "alone_error", "in_series", "series_error", "needs", "needs_from", "files"}
 NEEDS_FROM = {"computed": "ui.apply.from.computed", "split.json": "ui.apply.from.split.json"}
 
@@ -158,6 +158,7 @@ def _gate_view(gate, lang: str) -> dict[str, Any]:
         "gate": gate,
         "summary": summary_text(gate, lang),
         "findings": details.get("findings") if isinstance(details.get("findings"), list) else [],
+        "whitespace": details.get("whitespace") if isinstance(details.get("whitespace"), list) else [],
         "commits": [_commit_row(c, lang) for c in commits],
         "tests": details.get("tests") if isinstance(details.get("tests"), list) else [],
         "reason": details.get("reason"),

@@ -9,7 +9,7 @@ from patchkit.report.i18n import reason_texts, summary_text, t
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
 STATUS_ICON = {"passed": "✅", "failed": "❌", "could-not-run": "⚠️", "skipped": "⏭️"}
-VERDICT_ICON = {"ready": "✅", "needs-work": "🟡", "blocked": "⛔"}
+VERDICT_ICON = {"ready": "✅", "incomplete": "❔", "needs-work": "🟡", "blocked": "⛔"}
 
 
 def render_markdown(result: AuditResult, lang: str, limit: int = LIMIT) -> str:
@@ -54,7 +54,14 @@ def _render(
     out = [
         f"## {t('ui.title', lang)} — {_verdict(result.verdict, lang)}",
         "",
-        t("ui.counts", lang, ready=counts["ready"], needs=counts["needs-work"], blocked=counts["blocked"]),
+        t(
+            "ui.counts",
+            lang,
+            ready=counts["ready"],
+            incomplete=counts["incomplete"],
+            needs=counts["needs-work"],
+            blocked=counts["blocked"],
+        ),
         "",
         f"{t('ui.base', lang)}{colon}`{_cell(pin)}`"
         + (f" · {t('ui.created', lang)}{colon}{_cell(result.created)}" if result.created else ""),

@@ -15,6 +15,7 @@ STYLE = {
     "could-not-run": "yellow",
     "skipped": "dim",
     "ready": "green",
+    "incomplete": "magenta",
     "needs-work": "yellow",
     "blocked": "red",
 }

@@ -130,6 +130,7 @@ class GateContext:
     trees: Trees
     needs: list[str]
     settings: dict[str, Any] = field(default_factory=dict)  # per gate name, e.g. {"tests": TestSettings}
+    progress: Callable[..., None] = lambda kind, **data: None  # live progress, e.g. ("tests", side=...)
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,29 @@
-"""ruff gate: the target's own ruff config on the touched files, before and after; only what the
-patch adds counts. Findings match by (file, code, message, source line) so shifted lines are not new."""
+"""ruff gate: the ruff the base pins (see ``audit/ruff_binary``) with the base's own config on the
+touched files, before and after, in a tree laid out like the real one; only what the patch adds
+counts. Findings match by (file, code, message, source line) so shifted lines are not new.
+
+patchkit's own whitespace check (trailing whitespace, blank line at EOF on added lines) is
+reported beside ruff's findings (``details.whitespace``), never counted as them."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import tempfile
 import time
+import tomllib
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
+from patchkit.audit import ruff_binary
 from patchkit.audit.gates import (
     NOT_APPLIED,
     Gate,
+    GateContext,
+    Overlay,
     PatchUnderAudit,
     Trees,
     gate_result,
-    write_overlay,
 )
 from patchkit.audit.model import GateResult
 from patchkit.values import Message
@@ -27,44 +33,61 @@ NO_WHITESPACE_CHECK = (".md", ".patch", ".diff")
 RUFF_TIMEOUT = 300
 
 
-def ruff_command() -> list[str] | None:
-    exe = shutil.which("ruff")
-    return [exe] if exe else None
+def tool_for(trees: Trees) -> ruff_binary.RuffTool:
+    """The ruff to run on this base: the one its .pre-commit-config.yaml pins, else a fallback."""
+    config = trees.base.read(ruff_binary.PRE_COMMIT_CONFIG)
+    return ruff_binary.choose(config.decode("utf-8", "replace") if config is not None else None)
 
 
-def ruff_version() -> str:
-    cmd = ruff_command()
-    if cmd is None:
-        return "absent"
-    return subprocess.run([*cmd, "--version"], capture_output=True, text=True).stdout.strip()
+def _has_ruff_table(data: bytes | None) -> bool:
+    try:
+        return "ruff" in tomllib.loads((data or b"").decode("utf-8", "replace")).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return False
 
 
 def config_paths(trees: Trees, files: list[str]) -> list[str]:
-    """The base's ruff configs that govern ``files``: at the root and in their parent directories."""
+    """The base's ruff configs that govern ``files``: at the root and in their parent directories
+    (a pyproject.toml only when it has a ``[tool.ruff]`` table, as ruff itself decides)."""
     found = []
     dirs = {""} | {str(p) for f in files for p in PurePosixPath(f).parents if str(p) != "."}
     for directory in sorted(dirs):
         for name in CONFIG_NAMES:
             path = f"{directory}/{name}" if directory else name
-            if trees.base.exists(path):
+            if trees.base.exists(path) and (
+                name != "pyproject.toml" or _has_ruff_table(trees.base.read(path))
+            ):
                 found.append(path)
     return found
 
 
-def package_inits(trees: Trees, files: list[str]) -> list[str]:
-    """The ``__init__.py`` of every package above ``files``: without them ruff sees namespace
-    packages, and isort files ``vllm`` imports under the wrong section (a false I001)."""
-    dirs = {str(p) for f in files for p in PurePosixPath(f).parents if str(p) != "."}
-    inits = [f"{d}/__init__.py" for d in sorted(dirs)]
-    return [path for path in inits if path not in files and trees.base.exists(path)]
+def shadow_tree(base_root: Path, overlay: Overlay, dest: Path) -> None:
+    """The base as ruff sees it in the real tree, cheaply: every directory on the way to a file of
+    ``overlay`` is real, everything else a symlink into the base; the overlay's files are written.
+    So first-party packages, configs and ``__init__.py`` files are where they are in the full tree."""
+    real = {""} | {str(p) for path in overlay for p in PurePosixPath(path).parents if str(p) != "."}
+    for rel in sorted(real, key=lambda r: (r.count("/"), r)):
+        here = dest / rel if rel else dest
+        here.mkdir(parents=True, exist_ok=True)
+        source = base_root / rel if rel else base_root
+        if not source.is_dir() or source.is_symlink():
+            continue
+        for entry in source.iterdir():
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.name != ".git" and child not in real and child not in overlay:
+                (here / entry.name).symlink_to(entry)
+    for path, data in overlay.items():
+        if data is not None:
+            (dest / path).write_bytes(data)
 
 
-def run_ruff(cmd: list[str], root: Path, files: list[str]) -> list[dict]:
+def run_ruff(cmd: tuple[str, ...], root: Path, files: list[str]) -> list[dict]:
     present = [f for f in files if (root / f).is_file()]
     if not present:
         return []
+    # --force-exclude as pre-commit's ruff hook does: the base's excludes hold for named files too
     proc = subprocess.run(
-        [*cmd, "check", "--output-format", "json", "--no-cache", "--exit-zero", *present],
+        [*cmd, "check", "--output-format", "json", "--no-cache", "--exit-zero", "--force-exclude", *present],
         cwd=root,
         capture_output=True,
         text=True,
@@ -141,57 +164,73 @@ def _blank_at_eof(data: bytes) -> bool:
 
 def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     started = time.perf_counter()
-    whitespace = whitespace_findings(patch, trees) if trees.post is not None else []
+    if trees.post is None:
+        return gate_result("ruff", "skipped", NOT_APPLIED)
+    whitespace = whitespace_findings(patch, trees)
     py_files = [
         fp.new_path for fp in patch.changed_files if fp.new_path and fp.new_path.endswith((".py", ".pyi"))
     ]
-    cmd = ruff_command()
-    if trees.post is None:
-        return gate_result("ruff", "skipped", NOT_APPLIED)
-    if cmd is None and py_files:
-        return gate_result("ruff", "could-not-run", Message("gate.ruff.not-installed"),
-                           {"whitespace": whitespace}, time.perf_counter() - started)  # fmt: skip
+    configs = config_paths(trees, [fp.path for fp in patch.changed_files])
+    tool = tool_for(trees)
+    details: dict = {"files": py_files, "configs": configs, "ruff": tool.to_dict()}
+
+    def done(status: str, key: str, params: dict) -> GateResult:
+        return gate_result("ruff", status, Message(key, params), details, time.perf_counter() - started)
+
+    if tool.command is None and py_files:
+        return done("could-not-run", "gate.ruff.not-installed", {"why": tool.why.to_dict()})
+    tool_text = Message("ruff.tool", {"version": tool.version, "why": tool.why.to_dict()}).to_dict()
     added: list[dict] = []
-    configs: list[str] = []
-    if py_files and cmd is not None:
-        configs = config_paths(trees, py_files)
-        old_paths = [fp.old_path for fp in patch.changed_files if fp.old_path]
+    if py_files and tool.command is not None:
+        pre_files = sorted({fp.old_path for fp in patch.changed_files if fp.old_path} | set(py_files))
         with tempfile.TemporaryDirectory(prefix="patchkit-ruff-") as tmp:
             pre_root, post_root = Path(tmp, "pre"), Path(tmp, "post")
-            inits = package_inits(trees, py_files)
-            for root in (pre_root, post_root):
-                root.mkdir()
-                write_overlay(root, configs + inits, trees.base.read)
-            write_overlay(pre_root, sorted(set(old_paths) | set(py_files)), trees.pre_read)
-            write_overlay(post_root, py_files, trees.post_read)
+            # the checked files are real files (a symlink would make ruff report the base's path)
+            shadow_tree(trees.base.root, {**{p: trees.pre_read(p) for p in pre_files}, **trees.pre}, pre_root)
+            shadow_tree(
+                trees.base.root, {**{p: trees.post_read(p) for p in py_files}, **trees.post}, post_root
+            )
             try:
-                before = _keyed(run_ruff(cmd, pre_root, py_files), pre_root)
-                after = _keyed(run_ruff(cmd, post_root, py_files), post_root)
+                before = _keyed(run_ruff(tool.command, pre_root, pre_files), pre_root)
+                after = _keyed(run_ruff(tool.command, post_root, py_files), post_root)
             except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
-                message = Message("gate.ruff.failed-to-run", {"error": str(exc)})
-                return gate_result("ruff", "could-not-run", message, {}, time.perf_counter() - started)
+                return done(
+                    "could-not-run", "gate.ruff.failed-to-run", {"error": str(exc), "tool": tool_text}
+                )
         added = added_findings(before, after)
     seen = {(f["file"], f["line"]) for f in added if f["code"] in ("W291", "W293")}
     seen |= {(f["file"], "eof") for f in added if f["code"] == "W391"}
-    added += [f for f in whitespace if _ws_key(f) not in seen]
-    details = {"findings": added, "files": py_files, "configs": configs, "ruff": ruff_version()}
+    own = [f for f in whitespace if _ws_key(f) not in seen]
+    details.update(findings=added, whitespace=own)
     if added:
-        counts = Counter(f["code"] for f in added)
-        codes = [f"{c} x{n}" if n > 1 else c for c, n in counts.most_common()]
-        message = Message("gate.ruff.added", {"count": len(added), "codes": codes})
-        return gate_result("ruff", "failed", message, details, time.perf_counter() - started)
-    if configs:
-        message = Message("gate.ruff.clean", {"count": len(py_files), "configs": configs})
+        ruff_part = Message(
+            "gate.ruff.added", {"count": len(added), "codes": _codes(added), "tool": tool_text}
+        )
+    elif not py_files:
+        ruff_part = Message("gate.ruff.no-python", {"configs": configs or ["-"]})
+    elif configs:
+        ruff_part = Message(
+            "gate.ruff.clean", {"count": len(py_files), "configs": configs, "tool": tool_text}
+        )
     else:
-        message = Message("gate.ruff.clean-defaults", {"count": len(py_files)})
-    return gate_result("ruff", "passed", message, details, time.perf_counter() - started)
+        ruff_part = Message("gate.ruff.clean-defaults", {"count": len(py_files), "tool": tool_text})
+    if own:  # patchkit's own check, reported as its own, never as ruff's findings
+        params = {"ruff": ruff_part.to_dict(), "count": len(own), "codes": _codes(own)}
+        return done("failed", "gate.ruff.whitespace", params)
+    return done("failed" if added else "passed", ruff_part.key, ruff_part.params)
 
 
-RUFF_GATE_FORMAT = 2  # bump when how the ruff gate stages or compares changes: cached results expire
+def _codes(findings: list[dict]) -> list[str]:
+    counts = Counter(f["code"] for f in findings)
+    return [f"{c} x{n}" if n > 1 else c for c, n in counts.most_common()]
 
-GATE = Gate(
-    "ruff",
-    lambda ctx: ruff_gate(ctx.patch, ctx.trees),
-    cache_config=lambda ctx: [ruff_version(), RUFF_GATE_FORMAT],
-    environment=lambda settings: {"ruff": ruff_version()},
-)
+
+RUFF_GATE_FORMAT = 3  # bump when how the ruff gate stages or compares changes: cached results expire
+
+
+def _cache_config(ctx: GateContext) -> object:
+    tool = tool_for(ctx.trees)
+    return [tool.command, tool.version, RUFF_GATE_FORMAT]
+
+
+GATE = Gate("ruff", lambda ctx: ruff_gate(ctx.patch, ctx.trees), cache_config=_cache_config)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache as memoised
 from pathlib import Path
@@ -107,28 +110,51 @@ OFFLINE_DEFAULTS = {
 }
 
 
+_COUNT = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*$")  # pytest's console_output_style=count
+
+
 def run_pytest(
-    settings: TestSettings, tree: Path, tests: list[str], env_info: dict
+    settings: TestSettings, tree: Path, tests: list[str], env_info: dict, on_count: Callable[[int, int], None]
 ) -> dict[str, Outcome] | NoReport:
-    """Outcomes by test id, or the reason the run produced none."""
+    """Outcomes by test id, or the reason the run produced none. ``on_count(done, selected)`` is
+    told the run's own progress as pytest prints it ("[ 12/296]" at the end of a line)."""
     junit = tree / ".patchkit-junit.xml"
     # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
     args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-            "--continue-on-collection-errors"]  # fmt: skip
+            "--continue-on-collection-errors", "-o", "console_output_style=count"]  # fmt: skip
     if env_info.get("pytest_timeout"):
         args.append(f"--timeout={settings.per_test_timeout:g}")
     args += xdist_args(settings.workers, env_info, tests)
     env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     if owns_bytecode(settings.python):
         del env["PYTHONDONTWRITEBYTECODE"]
+    proc = subprocess.Popen([*args, *tests], cwd=tree, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace")  # fmt: skip
+    timed_out = threading.Event()
+
+    def stop() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(settings.test_timeout, stop)
+    timer.start()
+    lines: list[str] = []
     try:
-        proc = subprocess.run([*args, *tests], cwd=tree, env=env, capture_output=True, text=True,
-                              timeout=settings.test_timeout)  # fmt: skip
-    except subprocess.TimeoutExpired:
+        for line in proc.stdout:
+            lines.append(line)
+            if count := _COUNT.search(line):
+                on_count(int(count.group(1)), int(count.group(2)))
+        proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if timed_out.is_set():
         seconds = f"{settings.test_timeout:g}"
         return NoReport(Message("tests.run.timeout", {"seconds": seconds}), timed_out=True)
     if not junit.is_file():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        tail = "".join(lines).strip().splitlines()[-3:]
         return NoReport(Message("tests.run.no-report", {"code": proc.returncode, "tail": tail}))
     return parse_junit(junit.read_text("utf-8", errors="replace"))
 
@@ -159,7 +185,7 @@ def overlay_digest(overlay: Overlay) -> str:
 
 
 def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: dict, work: Path, label: str,
-          who: str):  # fmt: skip
+          who: str, progress: Callable[..., None]):  # fmt: skip
     tree = work / label
     with timing.stage("tests.materialise", f"{who} {label}"):
         materialise(settings.base_root, overlay, tree)
@@ -169,12 +195,17 @@ def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: 
     present = [t for t in tests if (tree / t).exists()]
     if not present:
         return {}
+    side = "base" if label == "base" else "patched"
+
+    def on_count(done: int, selected: int) -> None:
+        progress("tests", gate="tests", side=side, done=done, selected=selected)
+
     with timing.stage(f"tests.pytest.{label}", f"{who}: {len(present)} path(s)"):
-        return run_pytest(settings, tree, present, env_info)
+        return run_pytest(settings, tree, present, env_info, on_count)
 
 
 def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path,
-             who: str = ""):  # fmt: skip
+             progress: Callable[..., None], who: str = ""):  # fmt: skip
     """The base side, cached under base hash + earlier patches + selection + environment."""
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
     if installed := installed_vllm(settings.python):
@@ -183,14 +214,14 @@ def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: d
                   fingerprint, settings.per_test_timeout)  # fmt: skip
     if settings.use_cache and (hit := cache.get_json("audit-baseline", key)) is not None:
         return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, True
-    outcomes = _side(settings, pre, tests, env_info, work, "base", who)
+    outcomes = _side(settings, pre, tests, env_info, work, "base", who, progress)
     if isinstance(outcomes, dict) and settings.use_cache:
         cache.put_json("audit-baseline", key, {"outcomes": {t: vars(o) for t, o in outcomes.items()}})
     return outcomes, False
 
 
 def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, settings: TestSettings,
-               exists) -> GateResult:  # fmt: skip
+               exists, progress: Callable[..., None] = lambda kind, **data: None) -> GateResult:  # fmt: skip
     started = time.perf_counter()
 
     def result(status: str, key: str, params: dict | None = None, **details) -> GateResult:
@@ -219,8 +250,12 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         return result(cannot, "gate.tests.no-pytest", {"python": settings.python}, selection=selection)
     work = Path(tempfile.mkdtemp(prefix="patchkit-tests-", dir=_work_root()))
     try:
-        base_side, base_cached = baseline(settings, pre, selection, env_info, work, patch.name)
-        patch_side = _side(settings, post, selection, env_info, work, "patch", patch.name)
+        base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress, patch.name)
+        if isinstance(base_side, NoReport):  # nothing to compare with: the patched run would be wasted
+            return result(
+                cannot, "gate.tests.base-run", {"error": base_side.message.to_dict()}, selection=selection
+            )
+        patch_side = _side(settings, post, selection, env_info, work, "patch", patch.name, progress)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if isinstance(patch_side, NoReport) and isinstance(base_side, dict) and not patch_side.timed_out:
@@ -238,6 +273,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         "baseline_cached": base_cached,
         "counts": {c: len(ids) for c, ids in cmp.rows.items()},
         "causes": dict(cmp.causes),
+        "could_not_run_share": round(cmp.count("could-not-run") / cmp.total, 3) if cmp.total else 0.0,
         "base": dict(cmp.base_counts),
         "patched": dict(cmp.patch_counts),
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in ("passed", "skipped")},
@@ -249,7 +285,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     summary = summary_message(cmp)
     if cmp.count("regressed") or cmp.count("new-failed"):
         return result("failed", summary.key, summary.params, **details)
-    if cmp.ran == 0:
+    if cmp.ran_on_both == 0:  # "ran" = at least one selected test ran on the base and with the patch
         return result(cannot, "gate.tests.nothing-ran", {"summary": summary.to_dict()}, **details)
     return result("passed", summary.key, summary.params, **details)
 
@@ -276,7 +312,7 @@ def _run(ctx: GateContext) -> GateResult:
         in_post = post is not None and any(p == path or p.startswith(path.rstrip("/") + "/") for p in post)
         return in_post or trees.base.resolve(path).exists()
 
-    return tests_gate(ctx.patch, pre, post, settings, exists)
+    return tests_gate(ctx.patch, pre, post, settings, exists, ctx.progress)
 
 
 def _test_sides(ctx: GateContext) -> tuple[Overlay, Overlay | None]:
