@@ -223,3 +223,25 @@ def test_a_base_run_that_times_out_does_not_run_the_patched_side(tmp_path, cache
     assert gate(result, 0).summary == "base run: timeout: pytest did not finish in 0.01 s"
     assert sides == ["base"]  # the patched tree was never run: there is nothing to compare it with
     assert result.patches[0].verdict == "incomplete"
+
+
+def test_a_hung_hard_link_copy_times_out_and_copies_instead(tmp_path, monkeypatch):
+    """`cp -al` has a timeout (issue 14, item 14): when it expires the base is copied in-process."""
+    import subprocess as sp
+
+    from patchkit.audit.gates import tests as gate_tests
+
+    base = tmp_path / "base"
+    (base / "vllm").mkdir(parents=True)
+    (base / "vllm" / "calc.py").write_text("x = 1\n")
+    seen = []
+
+    def hung(args, **kw):
+        seen.append(kw.get("timeout"))
+        raise sp.TimeoutExpired(args, kw.get("timeout"))
+
+    monkeypatch.setattr(gate_tests.subprocess, "run", hung)
+    gate_tests.materialise(base, {"vllm/new.py": b"y = 2\n"}, tmp_path / "tree")
+    assert seen and all(t == gate_tests.LINK_TIMEOUT for t in seen)
+    assert (tmp_path / "tree" / "vllm" / "calc.py").read_text() == "x = 1\n"
+    assert (tmp_path / "tree" / "vllm" / "new.py").read_text() == "y = 2\n"

@@ -78,6 +78,9 @@ class NoReport:
     timed_out: bool = False
 
 
+LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
+
+
 def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
     """A cheap copy of the base (hard links, no .git) with the overlay's files written as new files,
     so the cached base is never edited."""
@@ -85,8 +88,13 @@ def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
     for entry in base_root.iterdir():
         if entry.name == ".git":
             continue
-        proc = subprocess.run(["cp", "-al", str(entry), str(dest / entry.name)], capture_output=True)
-        if proc.returncode != 0:  # another file system: a real copy
+        try:
+            linked = subprocess.run(["cp", "-al", str(entry), str(dest / entry.name)], capture_output=True,
+                                    timeout=LINK_TIMEOUT).returncode == 0  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):  # a hung or missing cp: copy in-process instead
+            shutil.rmtree(dest / entry.name, ignore_errors=True)
+            linked = False
+        if not linked:  # another file system, or cp could not: a real copy
             copy = shutil.copytree if entry.is_dir() else shutil.copy2
             copy(entry, dest / entry.name)
     for path, data in overlay.items():
