@@ -22,6 +22,8 @@ LAYERS: list[tuple[str, ...]] = [
         "patchkit.console",
         "patchkit.atomic",
         "patchkit.timing",
+        "patchkit.tmpdir",
+        "patchkit.globs",
     ),
     ("patchkit.diff",),
     ("patchkit.base", "patchkit.upstream"),

@@ -23,24 +23,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from patchkit.base.tree import BaseTree
+from patchkit.split.blocks import Block
 from patchkit.split.names import code_of, defined_names, statements, used_names
 from patchkit.split.rules import LineVerdict
 from patchkit.split.static import Problem, first_party, tree_state
 
 StateOf = Callable[[str, set[str]], "bytes | None"]
-
-
-class _Block(Protocol):
-    path: str
-    old: list[str]
-    new: list[str]
-    old_domains: list[LineVerdict]
-    new_domains: list[LineVerdict]
-
-    def domains(self) -> list[str]: ...
 
 
 @dataclass
@@ -52,7 +42,7 @@ class Need:
     problem: Problem
 
 
-def merge_split_locals(blocks: Sequence[_Block], order: list[str]) -> list[dict]:
+def merge_split_locals(blocks: Sequence[Block], order: list[str]) -> list[dict]:
     """One change block whose domains bind and read the same local: its lines go to the earlier."""
     rank = {name: i for i, name in enumerate(order)}
     notes = []
@@ -90,7 +80,7 @@ def merge_split_locals(blocks: Sequence[_Block], order: list[str]) -> list[dict]
 class CrossFile:
     """The prefix states of a split in progress, checked with ``static``."""
 
-    def __init__(self, base: BaseTree, blocks: Sequence[_Block], state_of: StateOf) -> None:
+    def __init__(self, base: BaseTree, blocks: Sequence[Block], state_of: StateOf) -> None:
         self.base, self.blocks, self.state_of = base, blocks, state_of
         self.paths = sorted({b.path for b in blocks})
         self.memo: dict = {}
@@ -114,10 +104,10 @@ class CrossFile:
                     out += [(k, q) for q in state.check(path) if q.key not in self.known]
         return out
 
-    def _of(self, path: str) -> list[_Block]:
+    def _of(self, path: str) -> list[Block]:
         return [b for b in self.blocks if b.path == path]
 
-    def sites(self, problem: Problem, later: set[str]) -> list[tuple[_Block, int, int]]:
+    def sites(self, problem: Problem, later: set[str]) -> list[tuple[Block, int, int]]:
         """(block, start, stop) of the added statements of ``later`` domains that introduce the name."""
         if problem.kind == "module":
             base = problem.name.replace(".", "/")
@@ -145,7 +135,7 @@ class CrossFile:
         return found
 
 
-def resolve(base: BaseTree, blocks: Sequence[_Block], order: list[str], state_of: StateOf,
+def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of: StateOf,
             rounds: int = 12) -> tuple[list[str], list[dict], list[Need]]:  # fmt: skip
     """Move, reorder, merge until no prefix problem is left that a step can fix.
 
@@ -200,7 +190,7 @@ def resolve(base: BaseTree, blocks: Sequence[_Block], order: list[str], state_of
     return order, notes, needs
 
 
-def _user_of(problem: Problem, order: list[str], k: int, blocks: Sequence[_Block]) -> str:
+def _user_of(problem: Problem, order: list[str], k: int, blocks: Sequence[Block]) -> str:
     """The earliest domain (up to k) with lines in the problem's file: the one that brought the use."""
     mine = {d for b in blocks if b.path == problem.file for d in b.domains()}
     return next((d for d in order[: k + 1] if d in mine), order[k])
@@ -217,7 +207,7 @@ def _give(sites, definer: str, user: str, whole: bool) -> None:
                     verdicts[i] = reason
 
 
-def _merge_file(blocks: Sequence[_Block], path: str, user: str, definer: str) -> None:
+def _merge_file(blocks: Sequence[Block], path: str, user: str, definer: str) -> None:
     reason = LineVerdict(definer, f"merged into {definer}: entangled with what it introduces (was {user})")
     for block in blocks:
         if block.path == path:

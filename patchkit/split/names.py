@@ -29,8 +29,8 @@ import re
 import symtable
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
+from patchkit.split.blocks import Block
 from patchkit.split.rules import LineVerdict
 
 _STRING = re.compile(
@@ -45,14 +45,6 @@ _ASSIGN = re.compile(r"\s*([A-Za-z_][\w\s,()\[\]*]*?)\s*(?::[^=]+)?=(?!=)")
 _AS = re.compile(r"\bas\s+([A-Za-z_]\w*)")
 _FOR = re.compile(r"\s*(?:async\s+)?for\s+(.+?)\s+in\b")
 _WALRUS = re.compile(r"([A-Za-z_]\w*)\s*:=")
-
-
-class _Block(Protocol):
-    path: str
-    old: list[str]
-    new: list[str]
-    old_domains: list[LineVerdict]
-    new_domains: list[LineVerdict]
 
 
 def code_of(line: str) -> str:
@@ -129,7 +121,7 @@ def statements(lines: Sequence[str], codes: Sequence[str] | None = None) -> list
 StateOf = Callable[[str, set[str]], "bytes | None"]  # (path, chosen domains) → file content
 
 
-def follow_definitions(blocks: Sequence[_Block], order: list[str], state_of: StateOf,
+def follow_definitions(blocks: Sequence[Block], order: list[str], state_of: StateOf,
                        parsed: set[bytes] | None = None) -> list[str]:  # fmt: skip
     """Move definitions to the earliest domain that uses them; returns one note per move.
 
@@ -140,7 +132,7 @@ def follow_definitions(blocks: Sequence[_Block], order: list[str], state_of: Sta
     """
     rank = {name: i for i, name in enumerate(order)}
     notes: list[str] = []
-    by_file: dict[str, list[_Block]] = {}
+    by_file: dict[str, list[Block]] = {}
     for block in blocks:
         if block.path.endswith(".py"):
             by_file.setdefault(block.path, []).append(block)
@@ -157,7 +149,7 @@ def follow_definitions(blocks: Sequence[_Block], order: list[str], state_of: Sta
 
 
 class _Analysis:
-    def __init__(self, path: str, blocks: list[_Block], order: list[str], state_of: StateOf) -> None:
+    def __init__(self, path: str, blocks: list[Block], order: list[str], state_of: StateOf) -> None:
         self.path, self.blocks, self.order, self.state_of = path, blocks, order, state_of
         self._undefined: dict[bytes, set[str] | None] = {}
         self._facts: list[_Line] | None = None
@@ -235,7 +227,7 @@ class _Line:
 
     __slots__ = ("block", "start", "stop", "index", "code", "in_import", "_used", "_defined")
 
-    def __init__(self, block: _Block, start: int, stop: int, index: int, code: str, in_import: bool):
+    def __init__(self, block: Block, start: int, stop: int, index: int, code: str, in_import: bool):
         self.block, self.start, self.stop, self.index = block, start, stop, index
         self.code, self.in_import = code, in_import
         self._used: set[str] | None = None
@@ -256,7 +248,7 @@ class _Line:
         return self._defined
 
 
-def _line_facts(blocks: list[_Block]) -> list[_Line]:
+def _line_facts(blocks: list[Block]) -> list[_Line]:
     """Each added line with its code; moves change domains, not lines, so this is read once."""
     facts: list[_Line] = []
     for block in blocks:
@@ -281,7 +273,7 @@ def _candidates(facts: list[_Line], rank: dict[str, int]):
     domains = [line.domain for line in facts]
     ranks = [rank.get(d, len(rank)) for d in domains]
     first, last = min(ranks, default=0), max(ranks, default=0)
-    defs: dict[str, list[tuple[_Block, int, int, str]]] = {}  # name → (block, start, stop, domain)
+    defs: dict[str, list[tuple[Block, int, int, str]]] = {}  # name → (block, start, stop, domain)
     uses: dict[str, set[str]] = {}  # domain → names its added lines use
     for line, domain, r in zip(facts, domains, ranks):
         if r < last:

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from patchkit.errors import UserError
+from patchkit.globs import glob_source
 from patchkit.split.model import Domain, DomainRule
 
 DEFAULT_RULES = "default-domains.toml"
@@ -138,25 +139,7 @@ def _rule(paths: object, patterns: object, where: str) -> DomainRule:
 @functools.lru_cache(maxsize=1024)
 def glob_regex(glob: str) -> re.Pattern[str]:
     """``**`` crosses directories, ``*`` and ``?`` stay inside one path segment."""
-    out = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+    return re.compile(glob_source(glob) + r"\Z")
 
 
 def path_matches(path: str, globs: list[str]) -> str | None:

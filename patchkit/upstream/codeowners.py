@@ -6,6 +6,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from patchkit.globs import glob_source
+
 
 @dataclass(frozen=True)
 class OwnerRule:
@@ -31,27 +33,9 @@ def parse_codeowners(text: str) -> list[OwnerRule]:
 def _regex(pattern: str) -> re.Pattern[str]:
     anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
     body = pattern.strip("/")
-    out = []
-    i = 0
-    while i < len(body):
-        if body.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif body.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif body[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif body[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(body[i]))
-            i += 1
     lead = "" if anchored else "(?:.*/)?"
     # a pattern names a file or a directory; a directory owns everything below it
-    return re.compile(lead + "".join(out) + r"(?:/.*)?\Z")
+    return re.compile(lead + glob_source(body) + r"(?:/.*)?\Z")
 
 
 def owners_of(path: str, rules: list[OwnerRule]) -> OwnerRule | None:
