@@ -65,7 +65,13 @@ def lay_over(installed: InstalledVllm, overlay: dict[str, bytes | None], tree: P
         out.mkdir(parents=True, exist_ok=True)
         for name in filenames:
             (out / name).symlink_to(here / name)
-    for path, data in patched.items():
+    write_over(tree, patched)
+
+
+def write_over(tree: Path, files: dict[str, bytes | None]) -> None:
+    """Each file of ``files`` as a new file under ``tree`` (a link or hard link there is replaced,
+    never written through); None removes it."""
+    for path, data in files.items():
         dest = tree / path
         if dest.is_symlink() or dest.exists():
             dest.unlink()

@@ -19,7 +19,7 @@ from pathlib import Path
 from patchkit import cache, timing
 from patchkit.audit.gates import Gate, GateContext, Overlay, PatchUnderAudit, apply_patch, gate_result
 from patchkit.audit.model import GateResult
-from patchkit.audit.overlaytree import installed_vllm, lay_over
+from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
 from patchkit.audit.testselect import (
     OUTCOME_FORMAT,
     Outcome,
@@ -97,13 +97,7 @@ def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
         if not linked:  # another file system, or cp could not: a real copy
             copy = shutil.copytree if entry.is_dir() else shutil.copy2
             copy(entry, dest / entry.name)
-    for path, data in overlay.items():
-        target = dest / path
-        if target.exists() or target.is_symlink():
-            target.unlink()
-        if data is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+    write_over(dest, overlay)
 
 
 # Upstream tests run offline unless the caller's environment says otherwise: without this a test
