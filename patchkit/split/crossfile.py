@@ -82,9 +82,13 @@ class CrossFile:
 
     def __init__(self, base: BaseTree, blocks: Sequence[Block], state_of: StateOf) -> None:
         self.base, self.blocks, self.state_of = base, blocks, state_of
-        self.paths = sorted({b.path for b in blocks})
+        self.by_path: dict[str, list[Block]] = {}
+        for block in blocks:
+            self.by_path.setdefault(block.path, []).append(block)
+        self.paths = sorted(self.by_path)
         self.memo: dict = {}
-        final = {p: state_of(p, {d for b in blocks for d in b.domains()}) for p in self.paths}
+        every = {d for b in blocks for d in b.domains()}
+        final = {p: state_of(p, every) for p in self.paths}
         self.packages = first_party(self.paths, lambda p: final[p] if p in final else base.read(p))
         self.final = final
         end = tree_state(base, final, self.packages, self.memo)
@@ -105,7 +109,7 @@ class CrossFile:
         return out
 
     def _of(self, path: str) -> list[Block]:
-        return [b for b in self.blocks if b.path == path]
+        return self.by_path.get(path, [])
 
     def sites(self, problem: Problem, later: set[str]) -> list[tuple[Block, int, int]]:
         """(block, start, stop) of the added statements of ``later`` domains that introduce the name."""

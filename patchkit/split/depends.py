@@ -65,12 +65,13 @@ def compute_dependencies(base: BaseTree, patches: list[SplitPatch],
     ``overlays`` by name) applies to base, proven smallest by trying every smaller subset of the
     earlier patches on its files; plus the semantic needs the split recorded (``needs_why``)."""
     overlays = overlays or {}
+    states = _States(base, patches, overlays)
     for k, patch in enumerate(patches):
         touched = {fp.old_path for fp in patch.files if fp.old_path}
         touched |= {overlays[name].target for name in patch.overlays}
-        candidates = closure(touched, patches[:k], lambda p: _touched(p, overlays))
-        needed = minimal_needs(candidates, lambda trial, p=patch: _applies(base, [*trial, p], overlays))
-        textual = [p.domain for p in needed]
+        candidates = closure(touched, list(range(k)), lambda i: _touched(patches[i], overlays))
+        needed = minimal_needs(candidates, lambda trial, k=k: states.after((*trial, k)) is not None)
+        textual = [patches[i].domain for i in needed]
         semantic = [d for d in patch.depends_on if d in patch.needs_why and d not in textual]
         rank = {p.domain: i for i, p in enumerate(patches)}
         patch.depends_on = sorted(textual + semantic, key=lambda d: rank.get(d, len(rank)))
@@ -80,25 +81,44 @@ def _touched(patch: SplitPatch, overlays: dict[str, Overlay]) -> set[str]:
     return {fp.path for fp in patch.files} | {overlays[name].target for name in patch.overlays}
 
 
-def _applies(base: BaseTree, patches: list[SplitPatch], overlays: dict[str, Overlay] | None = None) -> bool:
-    tree: dict[str, bytes | None] = {}
+class _States:
+    """The files changed by applying patches (by index, in the given order) to base, or None when
+    one of them does not apply; every prefix is remembered, so the subsets ``minimal_needs`` tries
+    share their common starts instead of applying them again."""
+
+    def __init__(self, base: BaseTree, patches: list[SplitPatch], overlays: dict[str, Overlay]) -> None:
+        self.base, self.patches, self.overlays = base, patches, overlays
+        self.memo: dict[tuple[int, ...], dict[str, bytes | None] | None] = {(): {}}
+
+    def after(self, order: tuple[int, ...]) -> dict[str, bytes | None] | None:
+        if order in self.memo:
+            return self.memo[order]
+        before = self.after(order[:-1])
+        patch = self.patches[order[-1]]
+        tree = None if before is None else _apply_one(self.base, before, patch, self.overlays)
+        self.memo[order] = tree
+        return tree
+
+
+def _apply_one(base: BaseTree, before: dict[str, bytes | None], patch: SplitPatch,
+               overlays: dict[str, Overlay]) -> dict[str, bytes | None] | None:  # fmt: skip
+    tree = dict(before)
 
     def read(path: str) -> State:
         return (tree[path] if path in tree else base.read(path)), None
 
-    for patch in patches:
-        try:  # the shared engine: what apply and the audit do
-            outcome = apply_files(patch.files, read)
-        except (HunkMismatch, ValueError):
-            return False
-        tree.update({path: data for path, (data, _) in outcome.files.items()})
-        for name in patch.overlays:
-            overlay = (overlays or {})[name]
-            current = tree[overlay.target] if overlay.target in tree else base.read(overlay.target)
-            if not base_matches(overlay, current):
-                return False
-            tree[overlay.target] = overlay.content
-    return True
+    try:  # the shared engine: what apply and the audit do
+        outcome = apply_files(patch.files, read)
+    except (HunkMismatch, ValueError):
+        return None
+    tree.update({path: data for path, (data, _) in outcome.files.items()})
+    for name in patch.overlays:
+        overlay = overlays[name]
+        current = tree[overlay.target] if overlay.target in tree else base.read(overlay.target)
+        if not base_matches(overlay, current):
+            return None
+        tree[overlay.target] = overlay.content
+    return tree
 
 
 def absorbed_commits(replay: Replay, patches: list[SplitPatch]) -> list[int]:
