@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,10 +57,38 @@ class CaseResult:
         }
 
 
+# The interpreter whose patchkit is measured: the bench's own (``--editable``) or, by default, a
+# venv with a regular ``pip install`` of this checkout, as users get it (bytecode compiled by pip,
+# no editable-install finder in every start-up).
+_PYTHON = [sys.executable]
+
+
+def use_interpreter(python: str) -> None:
+    _PYTHON[0] = python
+
+
+def interpreter() -> str:
+    return _PYTHON[0]
+
+
+def regular_install(work: Path) -> tuple[str, float]:
+    """``python -m venv`` + ``pip install <this checkout>`` under ``work``: its python and the seconds
+    it took (outside every timed region)."""
+    venv, started = work / "install-venv", time.perf_counter()
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = str(venv / "bin" / "python")
+    proc = subprocess.run([python, "-m", "pip", "install", "-q", str(root)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip install {root} failed: {proc.stderr.strip()[-300:]}")
+    return python, time.perf_counter() - started
+
+
 def patchkit_command() -> list[str]:
-    """The installed console script beside this interpreter (a pyenv shim would add its own start-up)."""
-    script = Path(sys.executable).with_name("patchkit")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "patchkit"]
+    """The installed console script beside the measured interpreter (a pyenv shim would add its
+    own start-up)."""
+    script = Path(interpreter()).with_name("patchkit")
+    return [str(script)] if script.exists() else [interpreter(), "-m", "patchkit"]
 
 
 def git_env(work: Path) -> dict:
@@ -287,7 +316,7 @@ def _apply_case(
 
 
 def startup_cases(runs: int, work: Path) -> list[CaseResult]:
-    baseline = [sys.executable, "-c", "pass"]
+    baseline = [interpreter(), "-c", "pass"]
     results = []
     help_run = lambda: _startup("patchkit --help", [*patchkit_command(), "--help"], baseline, runs, work)  # noqa: E731
     result = _guard("3", "patchkit --help", help_run)

@@ -7,7 +7,6 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from bench.cases import (
     _git_apply_script,
     _guard,
     git_env,
+    interpreter,
     patchkit_command,
     replay_root,
 )
@@ -67,7 +67,7 @@ def import_profile(args: list[str], runs: int, cwd: Path) -> dict:
     with the largest cumulative time: what ``python -X importtime`` says a command loads."""
     samples: list[dict[str, tuple[int, int]]] = []
     for _ in range(runs):
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "patchkit", *args],
+        proc = subprocess.run([interpreter(), "-X", "importtime", "-m", "patchkit", *args],
                               capture_output=True, text=True, cwd=cwd)  # fmt: skip
         rows = {}
         for line in proc.stderr.splitlines():

@@ -35,6 +35,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--cases", default=",".join(ALL_CASES), help=f"subset of {known} (default: all but mainjob)"
     )
     parser.add_argument("--work", type=Path, help="scratch dir (default: a temp dir, removed after)")
+    parser.add_argument(
+        "--editable",
+        action="store_true",
+        help="measure this interpreter's patchkit as it is (default: a fresh venv with a regular "
+        "`pip install` of this checkout, as users run it)",
+    )
     args = parser.parse_args(argv)
     if (args.replay is None) != (args.base is None):
         parser.error("--replay and --base go together")
@@ -50,7 +56,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def run_cases(args: argparse.Namespace, work: Path) -> tuple[list[CaseResult], dict]:
     results: list[CaseResult] = []
-    notes: dict = {}
+    notes: dict = {"install": "the running interpreter's patchkit (--editable)"}
+    if not args.editable and set(args.cases) - {"mainjob"}:  # the main job makes its own install
+        python, seconds = cases.regular_install(work)
+        cases.use_interpreter(python)
+        notes["install"] = f"regular `pip install` of this checkout, new venv ({seconds:.0f} s, untimed)"
+        print(f"[bench] measuring {python} ({notes['install']})", file=sys.stderr, flush=True)
 
     def add(new: list[CaseResult]) -> None:
         for result in new:
@@ -129,7 +140,8 @@ def render_table(results: list[CaseResult], notes: dict, runs: int) -> str:
             )
         )
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    lines = [f"medians over {runs} run(s); ratio = median / baseline median (same run, interleaved)"]
+    lines = [f"medians over {runs} run(s); ratio = median / baseline median (same run, interleaved); "
+             f"patchkit: {notes.get('install', '?')}"]  # fmt: skip
     for row in [header, tuple("-" * w for w in widths), *rows]:
         lines.append("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
     return "\n".join(lines)
@@ -158,6 +170,7 @@ def record(args: argparse.Namespace, results: list[CaseResult], notes: dict, sec
         "replay": str(args.replay) if args.replay else None,
         "base": str(args.base) if args.base else None,
         "python": sys.version.split()[0],
+        "install": notes.get("install"),
         "machine": {"platform": platform.platform(), "cpus": _cpus()},
         "wall_s": round(seconds, 1),
         "cases": [r.to_dict() for r in results],

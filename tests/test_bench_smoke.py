@@ -51,6 +51,8 @@ def test_harness_prints_table_and_writes_medians_and_ratios(tmp_path: Path, caps
     assert "median s" in table and "ratio" in table and "split+proof synthetic 1x" in table
     data = json.loads(out.read_text("utf-8"))
     assert data["runs"] == 2
+    # measured as users run it: a regular install in a new venv, not this editable checkout
+    assert data["install"].startswith("regular `pip install`") and "regular `pip install`" in table
     split = next(c for c in data["cases"] if c["name"] == "split+proof synthetic 1x")
     assert split["available"], split["reason"]
     assert len(split["samples_s"]) == 2 and split["median_s"] > 0 and split["peak_rss_mb"] > 0

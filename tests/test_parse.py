@@ -301,3 +301,27 @@ def test_subject_keeps_vllm_tags_and_drops_patch_prefixes() -> None:
     )
     [patch] = parse_text(mail, "m.patch")
     assert patch.commit.subject == "[Core][Misc] tidy"
+
+
+def test_parse_address_is_the_stdlib_parseaddr() -> None:
+    """The plain-address fast path (no email.utils import on apply's start-up) gives exactly what
+    email.utils.parseaddr gives: random names and addresses, and the forms only the stdlib reads."""
+    import email.utils
+    import random
+
+    from patchkit.diff.mail import parse_address
+
+    rng = random.Random(7)
+    names = "abcXYZ .-'_é中0!#$%&*+=?^`{|}~/\t\"()<>,;:@[]\\"
+    local = "abc.-_+1\"() "
+    checked = 0
+    for _ in range(20000):
+        name = "".join(rng.choice(names) for _ in range(rng.randint(0, 12)))
+        mail = "".join(rng.choice(local) for _ in range(rng.randint(1, 6))) + "@x.example"
+        value = f"{name} <{mail}>" if rng.random() < 0.9 else f"{name}<{mail}>"
+        assert parse_address(value) == email.utils.parseaddr(value), value
+        checked += 1
+    for value in ['"Doe, J." <j@x>', "j@x (J Doe)", "J Doe <j@x>, K <k@x>", "", "=?utf-8?q?J=C3=A9?= <j@x>",
+                  "  Ana   María  <a@x>  ", "<@route:j@x>"]:  # fmt: skip
+        assert parse_address(value) == email.utils.parseaddr(value), value
+    assert checked == 20000

@@ -5,12 +5,18 @@ Every malformed input ends in a ``UserError`` naming the file and line.
 
 from __future__ import annotations
 
-import email.utils
 import re
 from pathlib import Path
 
 from patchkit.diff.filediff import parse_diff
-from patchkit.diff.mail import decode_body, decode_header, parse_trailers, read_headers, strip_diffstat
+from patchkit.diff.mail import (
+    decode_body,
+    decode_header,
+    parse_address,
+    parse_trailers,
+    read_headers,
+    strip_diffstat,
+)
 from patchkit.diff.model import Commit, FilePatch, Patch, Replay
 from patchkit.errors import UserError
 
@@ -88,7 +94,7 @@ def _parse_log_entry(lines: list[str], name: str, offset: int) -> Patch:
         i += 1
     text = "\n".join(message).strip("\n")
     subject, _, body = text.partition("\n")
-    author, mail = email.utils.parseaddr(headers.get("author", ""))
+    author, mail = parse_address(headers.get("author", ""))
     commit = Commit(
         sha=sha,
         author=author or None,
@@ -137,7 +143,7 @@ def _parse_message(lines: list[str], name: str, offset: int) -> Patch:
     message = strip_diffstat(message)
     subject = _SUBJECT_TAG.sub("", decode_header(headers.get("subject", ""))).strip()
     try:
-        author, mail = email.utils.parseaddr(decode_header(headers.get("from", "")))
+        author, mail = parse_address(decode_header(headers.get("from", "")))
     except RecursionError:  # deeply nested (comments) make the stdlib parser recurse without end
         raise UserError("unreadable From: header (nested too deeply)", where) from None
     body_text = "\n".join(message).strip("\n")

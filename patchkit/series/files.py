@@ -6,8 +6,6 @@ replacement applied at that place in the series.
 
 from __future__ import annotations
 
-import email.header
-import email.utils
 import hashlib
 import json
 from dataclasses import dataclass
@@ -104,13 +102,19 @@ def format_patch(sp: SplitPatch, total: int, diff: str, commits: list[Commit | N
 
 
 def _encode(value: str) -> str:
-    return value if value.isascii() else email.header.Header(value, "utf-8").encode()
+    if value.isascii():
+        return value
+    import email.header  # only writing needs it: kept out of apply's and status's start-up
+
+    return email.header.Header(value, "utf-8").encode()
 
 
 def _address(name: str, mail: str) -> str:
+    import email.utils
+
     if name.isascii():
         return email.utils.formataddr((name, mail))
-    return f"{email.header.Header(name, 'utf-8').encode()} <{mail}>"
+    return f"{_encode(name)} <{mail}>"
 
 
 def write_series(out: Path, series: Series, texts: dict[str, str],
