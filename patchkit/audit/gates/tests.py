@@ -208,18 +208,56 @@ def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: 
 
 def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path,
              progress: Callable[..., None], who: str = ""):  # fmt: skip
-    """The base side, cached under base hash + earlier patches + selection + environment."""
+    """The base side, cached per selected path under base hash + earlier patches + environment:
+    patches whose selections overlap (and runs after them) run a shared path on the base once.
+    Returns (outcomes or NoReport, how many of the paths came from the cache)."""
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
     if installed := installed_vllm(settings.python):
         fingerprint["installed_vllm"] = [str(installed.root), *installed.compiled]
-    key = _digest("baseline", OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), tests,
-                  fingerprint, settings.per_test_timeout)  # fmt: skip
-    if settings.use_cache and (hit := cache.get_json("audit-baseline", key)) is not None:
-        return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, True
-    outcomes = _side(settings, pre, tests, env_info, work, "base", who, progress)
-    if isinstance(outcomes, dict) and settings.use_cache:
-        cache.put_json("audit-baseline", key, {"outcomes": {t: vars(o) for t, o in outcomes.items()}})
-    return outcomes, False
+    common = (OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), fingerprint, settings.per_test_timeout)
+    whole = _digest("baseline", *common, tests)
+    if settings.use_cache and (hit := cache.get_json("audit-baseline", whole)) is not None:
+        return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, len(tests)
+    keys = {t: _digest("baseline-path", *common, t) for t in tests}
+    outcomes: dict[str, Outcome] = {}
+    missing = []
+    for test in tests:
+        hit = cache.get_json("audit-baseline", keys[test]) if settings.use_cache else None
+        if hit is None:
+            missing.append(test)
+        else:
+            outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
+    if not missing:
+        return outcomes, len(tests)
+    fresh = _side(settings, pre, missing, env_info, work, "base", who, progress)
+    if not isinstance(fresh, dict):
+        return fresh, len(tests) - len(missing)
+    outcomes.update(fresh)
+    if settings.use_cache:
+        by_path = outcomes_by_path(fresh, missing)
+        if by_path is None:  # paths that overlap or name single tests: only the whole selection
+            cache.put_json("audit-baseline", whole, {"outcomes": {t: vars(o) for t, o in outcomes.items()}})
+        else:
+            for test, mine in by_path.items():
+                record = {"outcomes": {t: vars(o) for t, o in mine.items()}}
+                cache.put_json("audit-baseline", keys[test], record)
+    return outcomes, len(tests) - len(missing)
+
+
+def outcomes_by_path(outcomes: dict[str, Outcome], paths: list[str]) -> dict[str, dict[str, Outcome]] | None:
+    """Each outcome under the one selected path (file or directory) its test id lies in; None when
+    a path names single tests (``::``) or an id lies in none or in several (a directory and a file
+    in it), where the outcomes cannot be told apart by path."""
+    if any("::" in p for p in paths):
+        return None
+    modules = {p: (p[:-3] if p.endswith(".py") else p.rstrip("/")).replace("/", ".") for p in paths}
+    out: dict[str, dict[str, Outcome]] = {p: {} for p in paths}
+    for test_id, outcome in outcomes.items():
+        owners = [p for p, m in modules.items() if test_id == m or test_id.startswith((m + ".", m + "::"))]
+        if len(owners) != 1:
+            return None
+        out[owners[0]][test_id] = outcome
+    return out
 
 
 def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, settings: TestSettings,
@@ -272,7 +310,8 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     details = {
         "selection": selection,
         "environment": env_info,
-        "baseline_cached": base_cached,
+        "baseline_cached": base_cached == len(selection),
+        "baseline_cached_paths": base_cached,
         "counts": {c: len(ids) for c, ids in cmp.rows.items()},
         "causes": dict(cmp.causes),
         "could_not_run_share": round(cmp.count("could-not-run") / cmp.total, 3) if cmp.total else 0.0,
