@@ -52,3 +52,19 @@ def test_a_real_import_is_compared_with_the_base(tmp_path) -> None:
     assert gate["status"] == "failed", gate
     assert "vllm.boom" in gate["summary"] and "boom at import" in gate["summary"]
     assert gate["details"]["real_import"]["modules"]["vllm.boom"]["status"] == "failed"
+
+
+def test_an_import_of_a_module_a_later_patch_adds_fails_and_the_real_import_confirms(tmp_path) -> None:
+    # the shape of a split that put a use before its module: patch 1 imports what patch 2 creates
+    user = file_diff("vllm/user.py", None, "from vllm.ghost_helpers import GHOST_BLOCKS\n")
+    module = file_diff("vllm/ghost_helpers.py", None, "GHOST_BLOCKS = 0\n")
+    series = {"0001-user.patch": patch_text(user), "0002-module.patch": patch_text(module)}
+    result, gates = _audit(tmp_path, series, "--python", sys.executable)
+    assert result.exit_code == 1, result.output
+    failed = gates["0001-user.patch"]
+    assert failed["status"] == "failed"
+    assert failed["summary"].startswith("1 import problem(s) added; first at vllm/user.py:1: module ")
+    assert "vllm.ghost_helpers does not exist" in failed["summary"]
+    confirmed = "the real import fails too: ModuleNotFoundError: No module named 'vllm.ghost_helpers'"
+    assert confirmed in failed["summary"]
+    assert gates["0002-module.patch"]["status"] == "passed"

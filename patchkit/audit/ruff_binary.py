@@ -16,6 +16,8 @@ import re
 import shutil
 import stat
 import subprocess
+import sysconfig
+import threading
 import zipfile
 from dataclasses import dataclass
 from functools import cache as memoised
@@ -66,16 +68,23 @@ def version_of(command: list[str] | tuple[str, ...]) -> str:
     return match.group(1) if match else ""
 
 
+_FIND_LOCK = threading.Lock()
+
+
 def _dependency_ruff() -> str | None:
     """The executable of the ``ruff`` package installed beside patchkit (its own dependency)."""
     try:
         from ruff.__main__ import find_ruff_bin  # type: ignore[import-not-found]
     except ImportError:
         return None
-    try:
-        found = find_ruff_bin()
-    except FileNotFoundError:
-        return None
+    # gates run in threads; sysconfig fills its variables lazily and not thread-safely: a second
+    # caller can see the dict half-filled (get_config_var("EXE") -> None, and find_ruff_bin raises)
+    with _FIND_LOCK:
+        sysconfig.get_config_vars()
+        try:
+            found = find_ruff_bin()
+        except FileNotFoundError:
+            return None
     return str(found) if found and os.access(found, os.X_OK) else None
 
 

@@ -102,9 +102,11 @@ def _run(ctx: GateContext) -> GateResult:
         where = f"{first.file}:{first.line}"
         module = first.target or first.name
         params = {"count": len(problems), "where": where, "name": first.name, "module": module}
-        return gate_result(
-            "imports", "failed", Message("gate.imports.static-failed", params), details, duration
-        )
+        key = "gate.imports.static-failed-module" if first.kind == "module" else "gate.imports.static-failed"
+        if real_failed:  # the real interpreter agrees: say so, with its error
+            params["error"] = details["real_import"]["modules"][real_failed[0]]["error"]
+            key += "-confirmed"
+        return gate_result("imports", "failed", Message(key, params), details, duration)
     if real_failed:
         error = details["real_import"]["modules"][real_failed[0]]["error"]
         params = {"modules": ", ".join(real_failed), "error": error}
