@@ -247,3 +247,19 @@ def summary_message(cmp: Comparison) -> Message:
 def _cause(name: str, count: int, counted: bool) -> dict:
     cause = Message(f"tests.cause.{name}").to_dict()
     return Message("tests.cause.count", {"cause": cause, "count": count}).to_dict() if counted else cause
+
+
+def outcomes_by_path(outcomes: dict[str, Outcome], paths: list[str]) -> dict[str, dict[str, Outcome]] | None:
+    """Each outcome under the one selected path (file or directory) its test id lies in; None when
+    a path names single tests (``::``) or an id lies in none or in several (a directory and a file
+    in it), where the outcomes cannot be told apart by path."""
+    if any("::" in p for p in paths):
+        return None
+    modules = {p: (p[:-3] if p.endswith(".py") else p.rstrip("/")).replace("/", ".") for p in paths}
+    out: dict[str, dict[str, Outcome]] = {p: {} for p in paths}
+    for test_id, outcome in outcomes.items():
+        owners = [p for p, m in modules.items() if test_id == m or test_id.startswith((m + ".", m + "::"))]
+        if len(owners) != 1:
+            return None
+        out[owners[0]][test_id] = outcome
+    return out

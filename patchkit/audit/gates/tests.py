@@ -18,12 +18,14 @@ from pathlib import Path
 
 from patchkit import cache, timing
 from patchkit.audit.gates import Gate, GateContext, Overlay, PatchUnderAudit, apply_patch, gate_result
+from patchkit.audit.inflight import claim, release
 from patchkit.audit.model import GateResult
 from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
 from patchkit.audit.testselect import (
     OUTCOME_FORMAT,
     Outcome,
     compare,
+    outcomes_by_path,
     parse_junit,
     select_tests,
     summary_message,
@@ -220,44 +222,59 @@ def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: d
         return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, len(tests)
     keys = {t: _digest("baseline-path", *common, t) for t in tests}
     outcomes: dict[str, Outcome] = {}
-    missing = []
-    for test in tests:
-        hit = cache.get_json("audit-baseline", keys[test]) if settings.use_cache else None
-        if hit is None:
-            missing.append(test)
-        else:
-            outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
+    from_cache: list[str] = []
+
+    def load(paths: list[str]) -> list[str]:
+        """Fill ``outcomes`` from the cache; the paths it does not hold."""
+        left = []
+        for test in paths:
+            hit = cache.get_json("audit-baseline", keys[test]) if settings.use_cache else None
+            if hit is None:
+                left.append(test)
+            else:
+                outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
+                from_cache.append(test)
+        return left
+
+    def run(paths: list[str], where: Path) -> NoReport | None:
+        fresh = _side(settings, pre, paths, env_info, where, "base", who, progress)
+        if not isinstance(fresh, dict):
+            return fresh
+        outcomes.update(fresh)
+        if settings.use_cache:
+            by_path = outcomes_by_path(fresh, paths)
+            if by_path is None:  # paths that overlap or name single tests: only the whole selection
+                cache.put_json(
+                    "audit-baseline", whole, {"outcomes": {t: vars(o) for t, o in outcomes.items()}}
+                )
+            else:
+                for test, mine in by_path.items():
+                    cache.put_json(
+                        "audit-baseline", keys[test], {"outcomes": {t: vars(o) for t, o in mine.items()}}
+                    )
+        return None
+
+    missing = load(tests)
     if not missing:
         return outcomes, len(tests)
-    fresh = _side(settings, pre, missing, env_info, work, "base", who, progress)
-    if not isinstance(fresh, dict):
-        return fresh, len(tests) - len(missing)
-    outcomes.update(fresh)
-    if settings.use_cache:
-        by_path = outcomes_by_path(fresh, missing)
-        if by_path is None:  # paths that overlap or name single tests: only the whole selection
-            cache.put_json("audit-baseline", whole, {"outcomes": {t: vars(o) for t, o in outcomes.items()}})
-        else:
-            for test, mine in by_path.items():
-                record = {"outcomes": {t: vars(o) for t, o in mine.items()}}
-                cache.put_json("audit-baseline", keys[test], record)
-    return outcomes, len(tests) - len(missing)
-
-
-def outcomes_by_path(outcomes: dict[str, Outcome], paths: list[str]) -> dict[str, dict[str, Outcome]] | None:
-    """Each outcome under the one selected path (file or directory) its test id lies in; None when
-    a path names single tests (``::``) or an id lies in none or in several (a directory and a file
-    in it), where the outcomes cannot be told apart by path."""
-    if any("::" in p for p in paths):
-        return None
-    modules = {p: (p[:-3] if p.endswith(".py") else p.rstrip("/")).replace("/", ".") for p in paths}
-    out: dict[str, dict[str, Outcome]] = {p: {} for p in paths}
-    for test_id, outcome in outcomes.items():
-        owners = [p for p, m in modules.items() if test_id == m or test_id.startswith((m + ".", m + "::"))]
-        if len(owners) != 1:
-            return None
-        out[owners[0]][test_id] = outcome
-    return out
+    # a path another patch's gate is running on this same base right now: wait for its result
+    # instead of running it twice (jobs > 1); ours are released before waiting (no deadlock)
+    ours, theirs = (
+        claim([keys[t] for t in missing]) if settings.use_cache else ({keys[t] for t in missing}, [])
+    )
+    try:
+        failed = run([t for t in missing if keys[t] in ours], work) if ours else None
+    finally:
+        release(ours)
+    if failed is not None:
+        return failed, len(from_cache)
+    for event in theirs:
+        event.wait()
+    if left := load([t for t in missing if keys[t] not in ours]):  # theirs failed: run them here
+        failed = run(left, work / "after-wait")
+        if failed is not None:
+            return failed, len(from_cache)
+    return outcomes, len(from_cache)
 
 
 def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, settings: TestSettings,
