@@ -117,7 +117,7 @@ def render_table(results: list[CaseResult], notes: dict, runs: int) -> str:
                 _fmt(r.candidate.median),
                 f"{r.candidate.peak_rss_mb:.0f}",
                 r.baseline_name,
-                _fmt(r.baseline.median),
+                _fmt(r.baseline.median if r.baseline is not None else None),
                 _fmt(r.ratio, "x"),
                 r.target,
                 r.verdict or "",

@@ -111,3 +111,16 @@ def test_main_builds_one_command_and_leaves_the_app_whole(monkeypatch) -> None:
         cli.main()
     assert exit_.value.code == 0
     assert cli.app.registered_commands == before and len(before) > 1  # in-process callers see every command
+
+
+def test_table_prints_a_one_sample_case_without_baseline() -> None:
+    """The cold main job is one run with no baseline: the table shows it, '-' for the baseline."""
+    from bench.cases import CaseResult
+    from bench.measure import Samples
+    from bench.run import render_table
+
+    cold = CaseResult("5", "main job (cold)", Samples(["x"], wall=[1268.1], cpu=[0.0], max_rss_kb=[0]))
+    cold.target, cold.verdict = "one run <= 300 s", "MISS"
+    table = render_table([cold], {}, 5)
+    row = next(line for line in table.splitlines() if line.startswith("5 "))
+    assert "1268.100" in row and "MISS" in row and " - " in row
