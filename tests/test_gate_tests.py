@@ -80,6 +80,19 @@ def test_regressed_could_not_run_and_passed(tmp_path, cache):
     assert not (base.root / "tests" / "__pycache__").exists()  # the base is never written
 
 
+def test_no_cache_runs_both_sides_and_writes_nothing(tmp_path, cache):
+    calc = file_diff("vllm/calc.py", CALC, CALC.replace("x * 2", "x * 3"))
+    base, pin, series = build(tmp_path, {"0001-calc.patch": patch_text(calc, trailers=SIGN)})
+    timing.reset()
+    result = gate(audit(base, pin, series, use_cache=False), 0)
+    assert result.status == "failed"
+    assert result.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]
+    assert result.details["baseline_cached_paths"] == 0
+    ran = sorted(s.name for s in timing.stages() if s.name.startswith("tests.pytest."))
+    assert ran == ["tests.pytest.base", "tests.pytest.patch"]
+    assert not list(cache.glob("audit-baseline/*.json"))
+
+
 def test_no_selected_test_is_could_not_run(tmp_path, cache):
     base, pin, series = build(tmp_path, {"0001-x.patch": patch_text(file_diff("docs/x.md", None, "x\n"))})
     result = audit(base, pin, series, use_cache=False)

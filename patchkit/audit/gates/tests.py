@@ -259,13 +259,15 @@ def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: d
         return outcomes, len(tests)
     # a path another patch's gate is running on this same base right now: wait for its result
     # instead of running it twice (jobs > 1); ours are released before waiting (no deadlock)
-    ours, theirs = (
-        claim([keys[t] for t in missing]) if settings.use_cache else ({keys[t] for t in missing}, [])
-    )
+    if settings.use_cache:
+        ours, theirs = claim([keys[t] for t in missing])
+    else:  # --no-cache: nothing is shared, every path runs here
+        ours, theirs = {keys[t] for t in missing}, []
     try:
         failed = run([t for t in missing if keys[t] in ours], work) if ours else None
     finally:
-        release(ours)
+        if settings.use_cache:
+            release(ours)
     if failed is not None:
         return failed, len(from_cache)
     for event in theirs:
