@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import email.utils
 import time
 from pathlib import Path
 
 from patchkit import git, output
 from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree, detect_prefix
+from patchkit.diff.mail import parse_address
 from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.series.files import (
@@ -128,7 +128,7 @@ def supplied_author(option: str | None) -> tuple[str, str, str] | None:
     """The author for patches made of loose diffs only: ``--author "Name <email>"``, else the
     user's git config; None when neither says (the patch then has no mail header)."""
     if option is not None:
-        name, mail = email.utils.parseaddr(option)
+        name, mail = parse_address(option)
         if not name or "@" not in mail:
             raise UserError(f'--author {option!r}: expected "Name <email>"')
         return name, mail, "--author"

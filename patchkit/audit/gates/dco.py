@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import email.utils
 import time
 
 from patchkit.audit.gates import Gate, PatchUnderAudit, gate_result
 from patchkit.audit.model import GateResult
+from patchkit.diff.mail import parse_address
 from patchkit.diff.model import Commit
 from patchkit.values import Message
 
 
 def identity(value: str) -> tuple[str, str] | None:
     """``Name <email>`` -> (normalised name, lower-cased email); None when it has no address."""
-    name, address = email.utils.parseaddr(" ".join(value.split()))
+    name, address = parse_address(" ".join(value.split()))
     if "@" not in address:
         return None
     return " ".join(name.split()), address.strip().lower()
