@@ -15,11 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import audit_case, cases, hotpath, mainjob
+from bench import audit_case, cases, hotpath, mainjob, testfloor
 from bench.cases import CaseResult
 
 ALL_CASES = ("split", "apply", "startup", "audit")
-ON_REQUEST = ("mainjob",)  # minutes of every core: only with --cases mainjob
+ON_REQUEST = ("mainjob", "testfloor")  # minutes of every core: only when asked for
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -33,6 +33,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     known = ",".join(ALL_CASES + ON_REQUEST)
     parser.add_argument(
         "--cases", default=",".join(ALL_CASES), help=f"subset of {known} (default: all but mainjob)"
+    )
+    parser.add_argument(
+        "--audit-json",
+        type=Path,
+        help="testfloor: the main job's `patchkit audit --json` (default: run it here)",
     )
     parser.add_argument("--work", type=Path, help="scratch dir (default: a temp dir, removed after)")
     parser.add_argument(
@@ -57,7 +62,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def run_cases(args: argparse.Namespace, work: Path) -> tuple[list[CaseResult], dict]:
     results: list[CaseResult] = []
     notes: dict = {"install": "the running interpreter's patchkit (--editable)"}
-    if not args.editable and set(args.cases) - {"mainjob"}:  # the main job makes its own install
+    if not args.editable and set(args.cases) - set(ON_REQUEST):  # the main job makes its own install
         python, seconds = cases.regular_install(work)
         cases.use_interpreter(python)
         notes["install"] = f"regular `pip install` of this checkout, new venv ({seconds:.0f} s, untimed)"
@@ -89,6 +94,8 @@ def run_cases(args: argparse.Namespace, work: Path) -> tuple[list[CaseResult], d
         add(audit_case.audit_cases(args.runs, work))
     if "mainjob" in args.cases:
         add(mainjob.mainjob_cases(args.runs, work))
+    if "testfloor" in args.cases:
+        add(testfloor.testfloor_cases(args.runs, work, args.audit_json))
     return results, notes
 
 
@@ -156,6 +163,10 @@ def render_notes(results: list[CaseResult]) -> str:
             top = ", ".join(f"{k} {v}" for k, v in imports["by_package_ms"].items())
             lines.append(f"imports of {r.name}: {imports['total_ms']} ms summed self time (median), "
                          f"{imports['modules']} modules; by package (ms): {top}")  # fmt: skip
+        if r.extra.get("floor_s") is not None:
+            lines.append(f"{r.name}: {r.extra['note']}; per patch {r.extra['per_patch']}; "
+                         f"pytest --durations witness {r.extra['pytest_durations_witness']}; "
+                         f"probes {r.extra['probe']}")  # fmt: skip
         if r.extra.get("stages"):
             lines += [f"{r.name}: {r.extra['note']}; steps {r.extra['steps_s']}",
                       mainjob.stage_table(r.extra["stages"])]  # fmt: skip

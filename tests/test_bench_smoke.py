@@ -124,3 +124,47 @@ def test_table_prints_a_one_sample_case_without_baseline() -> None:
     table = render_table([cold], {}, 5)
     row = next(line for line in table.splitlines() if line.startswith("5 "))
     assert "1268.100" in row and "MISS" in row and " - " in row
+
+
+def test_floor_plugin_counts_the_tests_that_run_the_root_cleanup(tmp_path: Path) -> None:
+    """The testfloor case's collect-only plugin, on a small project shaped like vLLM's tests/: the
+    root conftest's autouse cleanup, a marker that skips it, a subdirectory that overrides it."""
+    from bench.testfloor import collect, in_selection
+
+    tests = tmp_path / "tree" / "tests"
+    (tests / "sub").mkdir(parents=True)
+    (tests / "conftest.py").write_text(
+        "import pytest\n"
+        "@pytest.fixture()\n"
+        "def should_do_global_cleanup_after_test(request):\n"
+        "    return not request.node.get_closest_marker('skip_global_cleanup')\n"
+        "@pytest.fixture(autouse=True)\n"
+        "def cleanup_fixture(should_do_global_cleanup_after_test):\n"
+        "    yield\n"
+    )
+    (tests / "test_a.py").write_text(
+        "import pytest\n"
+        "def test_pays(): pass\n"
+        "@pytest.mark.skip_global_cleanup\n"
+        "def test_marked(): pass\n"
+        "@pytest.mark.parametrize('n', [1, 2])\n"
+        "def test_param(n): pass\n"
+    )
+    (tests / "sub" / "conftest.py").write_text(
+        "import pytest\n@pytest.fixture()\ndef should_do_global_cleanup_after_test():\n    return False\n"
+    )
+    (tests / "sub" / "test_b.py").write_text("def test_overridden(): pass\n")
+    (tests / "test_c.py").write_text("def test_elsewhere(): pass\n")
+    (tmp_path / "tree" / "pytest.ini").write_text("[pytest]\nmarkers =\n    skip_global_cleanup: none\n")
+    items = collect(sys.executable, tmp_path / "tree", ["tests/test_a.py", "tests/sub"], tmp_path / "work")
+    assert items == {
+        "tests/test_a.py::test_pays": True,
+        "tests/test_a.py::test_marked": False,
+        "tests/test_a.py::test_param[1]": True,
+        "tests/test_a.py::test_param[2]": True,
+        "tests/sub/test_b.py::test_overridden": None,
+    }
+    assert in_selection("tests/test_a.py::test_pays", ["tests/test_a.py"])
+    assert in_selection("tests/sub/test_b.py::test_overridden", ["tests/sub"])
+    assert not in_selection("tests/sub_other/test_x.py::t", ["tests/sub"])
+    assert not in_selection("tests/test_a.py_old::t", ["tests/test_a.py"])
