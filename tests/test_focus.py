@@ -86,6 +86,28 @@ def test_focused_tests_narrow_covering_steps_to_tests_that_exercise_the_change()
     assert (hit.path, hit.why, hit.accelerator) == ("tests/gpu/test_other.py", "named vllm/other.py", None)
 
 
+def test_a_shared_imports_memo_reads_each_test_file_once_across_patches() -> None:
+    """The audit passes one memo for every patch on a base: a test file's imports are read once."""
+    steps = parse_pipeline(STEPS, ".buildkite/test_areas/x.yaml")
+    files = {"tests/gpu/test_gpu_calc.py": GPU_TEST.encode(), "tests/gpu/test_other.py": b"import os\n"}
+    reads: list[str] = []
+
+    def read(path: str) -> bytes | None:
+        reads.append(path)
+        return files.get(path)
+
+    def listing(target: str) -> list[str]:
+        return sorted(p for p in files if p.startswith(target.rstrip("/") + "/"))
+
+    memo: dict[str, list[str]] = {}
+    first = focused_tests(["vllm/calc.py"], steps, listing, read, imports=memo)
+    second = focused_tests(["vllm/calc.py", "vllm/x.py"], steps, listing, read, imports=memo)
+    assert [t.path for t in first] == [t.path for t in second] == ["tests/gpu/test_gpu_calc.py"]
+    assert sorted(reads) == ["tests/gpu/test_gpu_calc.py", "tests/gpu/test_other.py"]  # once each
+    alone = focused_tests(["vllm/calc.py"], steps, listing, read)  # no memo: reads again
+    assert [t.path for t in alone] == ["tests/gpu/test_gpu_calc.py"] and len(reads) == 4
+
+
 def test_labels_and_reviewers_of_a_patch() -> None:
     labels, owners = parse_mergify(MERGIFY, "m"), parse_codeowners(OWNERS)
     assert patch_labels(["vllm/calc.py", "vllm/hub.py"], labels) == ["core", "calculator"]

@@ -14,7 +14,9 @@ from patchkit.errors import UserError
 from patchkit.upstream.buildkite import parse_pipeline, pytest_targets
 from patchkit.upstream.codeowners import owners_of, parse_codeowners
 from patchkit.upstream.mergify import labels_of, parse_mergify, specificity
+from patchkit.upstream.meta import MERGIFY as MERGIFY_PATH
 from patchkit.upstream.meta import read_upstream
+from patchkit.upstream.yamltext import FAST_LOADER, safe_load
 from patchkit.values import Pin
 
 MERGIFY = r"""
@@ -212,6 +214,46 @@ def test_read_upstream_on_a_bare_tree_says_what_is_missing(tmp_path: Path) -> No
     (tmp_path / ".buildkite" / "test-pipeline.yaml").write_text(OLD_PIPELINE)
     meta = read_upstream(tmp_path)
     assert meta.missing == [".github/CODEOWNERS"] and len(meta.steps) == 3 and len(meta.labels) == 4
+
+
+ANCHORS = """\
+common: &deps
+  - vllm/a.py
+  - "vllm/b.py"
+defaults: &step
+  device: cpu-small
+  timeout_in_minutes: 35
+steps:
+- <<: *step
+  label: ":computer: (CPU) x"
+  source_file_dependencies: *deps
+  commands: ['pytest -v -s -m "cpu_test" x', 1.5, yes, null, ~, 2024-01-01]
+"""
+
+
+def test_the_fast_loader_gives_what_safe_load_gives() -> None:
+    """libyaml's parser (when PyYAML has it) under the same safe constructor: anchors, merge keys,
+    quoting and YAML 1.1 scalars come out as with yaml.safe_load; bad YAML still raises."""
+    import yaml
+
+    assert FAST_LOADER is not None  # PyYAML's wheels carry libyaml: the audit takes the fast path
+    for text in (ANCHORS, MERGIFY, OLD_PIPELINE):
+        assert safe_load(text) == yaml.safe_load(text)
+    with pytest.raises(yaml.YAMLError):
+        safe_load("steps: [unclosed\n")
+    with pytest.raises(UserError, match="invalid YAML"):
+        parse_pipeline("steps: [unclosed\n", "x.yaml")
+
+
+@pytest.mark.slow
+def test_the_fast_loader_reads_the_pinned_sdists_metadata_as_safe_load_does(pinned_base: Path) -> None:
+    import yaml
+
+    files = [pinned_base / MERGIFY_PATH, *sorted((pinned_base / ".buildkite" / "test_areas").glob("*.yaml"))]
+    assert len(files) > 30
+    for path in files:
+        text = path.read_text("utf-8")
+        assert safe_load(text) == yaml.safe_load(text), path
 
 
 @pytest.mark.slow

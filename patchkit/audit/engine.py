@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cache as memoised
 from pathlib import Path
 from typing import Any
 
@@ -243,8 +244,12 @@ def run_audit(
     base_hash = pin.tree_hash or ""
     chosen = [p for p in patches if in_shard(p.index, options.shard)]
     meta = read_upstream(base.root)
+    imports: dict[str, list[str]] = {}  # of the base's test files, shared by every patch
+    listed = memoised(_base_tests_under(base))
     for patch in chosen:
-        patch.focused = focused_tests(sorted(patch.touched), meta.steps, _tests_under(base, patch), base.read)
+        patch.focused = focused_tests(
+            sorted(patch.touched), meta.steps, _tests_under(listed, patch), base.read, imports=imports
+        )
 
     numbers = {p.name: n for n, p in enumerate(chosen, 1)}
 
@@ -272,18 +277,29 @@ def run_audit(
     return result
 
 
-def _tests_under(base: BaseTree, patch: PatchUnderAudit) -> Callable[[str], list[str]]:
+def _base_tests_under(base: BaseTree) -> Callable[[str], tuple[str, ...]]:
+    """Test files below a CI step's target in the base."""
+
+    def listing(target: str) -> tuple[str, ...]:
+        try:
+            root = base.resolve(target.rstrip("/"))
+        except UserError:
+            return ()
+        if root.is_dir():
+            return tuple(sorted(p.relative_to(base.root).as_posix() for p in root.rglob("test_*.py")))
+        return (target,) if root.is_file() else ()
+
+    return listing
+
+
+def _tests_under(
+    in_base: Callable[[str], tuple[str, ...]], patch: PatchUnderAudit
+) -> Callable[[str], list[str]]:
     """Test files below a CI step's target in the base, and those the patch adds there."""
     added = sorted(fp.new_path for fp in patch.changed_files if fp.new_path and not fp.old_path)
 
     def listing(target: str) -> list[str]:
-        try:
-            root = base.resolve(target.rstrip("/"))
-        except UserError:
-            return []
-        found = [target] if root.is_file() else []
-        if root.is_dir():
-            found = sorted(p.relative_to(base.root).as_posix() for p in root.rglob("test_*.py"))
+        found = list(in_base(target))
         prefix = target.rstrip("/") + "/"
         return found + [p for p in added if p.startswith(prefix) and p not in found]
 

@@ -34,16 +34,18 @@ def focused_tests(
     list_tests: Callable[[str], list[str]],
     read: Callable[[str], bytes | None],
     limit: int = MAX_FOCUSED,
+    imports: dict[str, list[str]] | None = None,
 ) -> list[FocusedTest]:
     """Test files of the CI steps covering ``paths`` that exercise them: changed by the patch,
     named after a changed module (``test_<stem>.py``), named by a step that depends on a changed
-    file by name (the step's own paths), or importing a changed module."""
+    file by name (the step's own paths), or importing a changed module. ``imports`` (test file ->
+    the modules it imports) may be shared by the calls for one base, so each file is read once."""
     changed = set(paths)
     sources = [p for p in paths if p.endswith(".py") and not is_test_path(p)]
     stems = {(f"test_{PurePosixPath(p).name}", layout_dir(p)): p for p in sources}
     modules = changed - {"vllm/__init__.py"}  # ``from vllm import X``: every test imports the package
     found: dict[str, FocusedTest] = {}
-    imports: dict[str, list[str]] = {}
+    imports = {} if imports is None else imports
     for step in steps:
         if not step.targets or not any(step.covers(p) for p in paths):
             continue

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from patchkit.errors import UserError
+from patchkit.upstream import yamltext
 
 DEFAULT_WORKDIR = "/vllm-workspace/tests"
 # pytest options that take a separate value: their value is not a test path
@@ -126,7 +127,7 @@ def _steps(data: object) -> list[dict]:
 
 def parse_pipeline(text: str, name: str) -> list[CiStep]:
     try:
-        data = yaml.safe_load(text)
+        data = yamltext.safe_load(text)
     except yaml.YAMLError as exc:
         raise UserError(f"invalid YAML: {str(exc).splitlines()[0]}", name) from exc
     steps = []

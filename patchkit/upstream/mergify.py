@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from patchkit.errors import UserError
+from patchkit.upstream import yamltext
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def parse_mergify(text: str, name: str) -> list[LabelRule]:
     """Every (label, file patterns) the rules declare, in file order; labels without file
     conditions (``needs-rebase`` on a conflict) are left out."""
     try:
-        data = yaml.safe_load(text)
+        data = yamltext.safe_load(text)
     except yaml.YAMLError as exc:
         raise UserError(f"invalid YAML: {str(exc).splitlines()[0]}", name) from exc
     rules = data.get("pull_request_rules", []) if isinstance(data, dict) else []
