@@ -117,12 +117,14 @@ def audit_json(work: Path, given: Path | None) -> dict:
     return json.loads(out.read_text("utf-8"))
 
 
-def base_tree() -> Path:
+def base_tree(data: dict) -> Path:
+    """The audit's own base (its JSON records the pin it prepared), else this project's pin."""
     from patchkit.base.pin import prepare_base
     from patchkit.config import project_config
+    from patchkit.values import Pin
 
-    config = project_config(REPO)
-    return Path(prepare_base(config.target))
+    pin = Pin.from_dict(data["base"]) if data.get("base") else project_config(REPO).target
+    return Path(prepare_base(pin))
 
 
 def selections(data: dict) -> dict[str, list[str]]:
@@ -174,7 +176,7 @@ def testfloor_cases(runs: int, work: Path, given: Path | None = None) -> list[Ca
     python = (data.get("environment", {}).get("tests") or {}).get("interpreter")
     if not python:
         return [CaseResult("6", name, unavailable="not available: the audit ran no tests gate")]
-    tree = base_tree()
+    tree = base_tree(data)
     cand = Samples(["cleanup_dist_env_and_memory() after tests.conftest"])
     base = Samples(["gc.collect() after import torch"])
     probes: dict[str, dict] = {}
