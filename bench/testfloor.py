@@ -32,8 +32,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.cases import CaseResult
-from bench.measure import Samples
+from bench.cases import CaseResult, _guard
+from bench.measure import CommandFailed, Samples
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 300.0  # issue 20: the cold main job
@@ -101,10 +101,13 @@ def _env(tree: Path, extra_path: Path | None = None) -> dict[str, str]:
 
 def _probe(python: str, code: str, tree: Path) -> dict:
     """The JSON line of one probe process (a new process per run)."""
-    proc = subprocess.run([python, "-c", code], cwd=tree, env=_env(tree), capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    try:
+        proc = subprocess.run([python, "-c", code], cwd=tree, env=_env(tree), capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommandFailed(f"probe: {exc}") from None
     if proc.returncode != 0:
-        raise RuntimeError(f"probe failed: {proc.stderr.strip()[-400:]}")
+        raise CommandFailed(f"probe exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -112,9 +115,10 @@ def audit_json(work: Path, given: Path | None) -> dict:
     if given is not None:
         return json.loads(given.read_text("utf-8"))
     out = work / "mainjob-audit.json"
+    out.unlink(missing_ok=True)
     subprocess.run([sys.executable, "-m", "patchkit", "audit", "--json", str(out)], cwd=REPO,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=7200)  # fmt: skip
-    return json.loads(out.read_text("utf-8"))
+    return _read_output(out, "patchkit audit --json")
 
 
 def base_tree(data: dict) -> Path:
@@ -141,12 +145,19 @@ def collect(python: str, tree: Path, paths: list[str], work: Path) -> dict[str, 
     plugin_dir.mkdir(parents=True, exist_ok=True)
     (plugin_dir / "patchkit_floor_plugin.py").write_text(_PLUGIN, "utf-8")
     out = work / "floor-items.json"
+    out.unlink(missing_ok=True)
     env = {**_env(tree, plugin_dir), "PATCHKIT_FLOOR_OUT": str(out)}
     present = [p for p in paths if (tree / p).exists()]
     command = [python, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
                "-p", "patchkit_floor_plugin", "--continue-on-collection-errors", *present]  # fmt: skip
     subprocess.run(command, cwd=tree, env=env, capture_output=True, timeout=1800)
-    return json.loads(out.read_text("utf-8"))
+    return _read_output(out, "pytest --collect-only")
+
+
+def _read_output(path: Path, what: str) -> dict:
+    if not path.is_file():
+        raise CommandFailed(f"{what} wrote no {path.name}")
+    return json.loads(path.read_text("utf-8"))
 
 
 def in_selection(nodeid: str, paths: list[str]) -> bool:
@@ -170,12 +181,20 @@ def durations_witness(python: str, tree: Path, path: str) -> dict:
     }
 
 
+NAME = "tests gate floor: vLLM's per-test cleanup x test runs / cores"
+
+
 def testfloor_cases(runs: int, work: Path, given: Path | None = None) -> list[CaseResult]:
-    name = "tests gate floor: vLLM's per-test cleanup x test runs / cores"
+    """One row; a step that fails prints "failed: ..." in it, as the other cases do."""
+    return [_guard("6", NAME, lambda: _measure(runs, work, given))]
+
+
+def _measure(runs: int, work: Path, given: Path | None) -> CaseResult:
+    name = NAME
     data = audit_json(work, given)
     python = (data.get("environment", {}).get("tests") or {}).get("interpreter")
     if not python:
-        return [CaseResult("6", name, unavailable="not available: the audit ran no tests gate")]
+        return CaseResult("6", name, unavailable="not available: the audit ran no tests gate")
     tree = base_tree(data)
     cand = Samples(["cleanup_dist_env_and_memory() after tests.conftest"])
     base = Samples(["gc.collect() after import torch"])
@@ -232,4 +251,4 @@ def testfloor_cases(runs: int, work: Path, given: Path | None = None) -> list[Ca
         "pytest_durations_witness": witness,
         "interpreter": python,
     }
-    return [result]
+    return result

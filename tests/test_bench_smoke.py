@@ -168,3 +168,24 @@ def test_floor_plugin_counts_the_tests_that_run_the_root_cleanup(tmp_path: Path)
     assert in_selection("tests/sub/test_b.py::test_overridden", ["tests/sub"])
     assert not in_selection("tests/sub_other/test_x.py::t", ["tests/sub"])
     assert not in_selection("tests/test_a.py_old::t", ["tests/test_a.py"])
+
+
+def test_floor_case_reports_a_failed_step_as_a_row(tmp_path: Path) -> None:
+    """An audit JSON whose tests interpreter cannot run: the case prints "failed: ...", not a crash."""
+    from bench.testfloor import testfloor_cases
+
+    audit = tmp_path / "audit.json"
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "README.md").write_text("a base of ours\n")
+    audit.write_text(json.dumps({
+        "base": {"source": "path", "path": str(base)},
+        "environment": {"tests": {"interpreter": str(tmp_path / "no-such-python")}},
+        "patches": [],
+    }))  # fmt: skip
+    [row] = testfloor_cases(1, tmp_path / "work", audit)
+    assert row.candidate is None and row.unavailable.startswith("failed: ")
+    no_tests = tmp_path / "no-tests.json"
+    no_tests.write_text(json.dumps({"environment": {}, "patches": []}))
+    [row] = testfloor_cases(1, tmp_path / "work", no_tests)
+    assert row.unavailable == "not available: the audit ran no tests gate"
