@@ -1,9 +1,16 @@
 """The guide against hand-labelled real findings (tests/guide_eval/): precision and recall.
 
-Each set holds what the guide found on a real patch series (patch, kind, file, line — never the
-series' code), each finding labelled true or false by hand after reading its diff lines, and the
-known issues a reviewer should be told about. Precision: true findings / all findings. Recall: known
-issues matched by a true finding of the same patch and kind (and file, when the issue names one).
+In-sample sets (opt21-25, own series, omni-infer's 0.9.0 series): the detectors were tuned on them.
+Each holds what the guide found (patch, kind, file, line — never the series' code), each finding
+labelled true or false by hand after reading its diff lines, and the known issues, written in the
+guide's own kind names. Recall there: a known issue matched by a true finding of the same patch and
+kind (and file, when the issue names one), no line numbers.
+
+Held-out set (1Cat-vLLM PR #239, never used to tune a detector): the labels are reviewer issues in
+our own words, each with patch, file and line range, committed before the guide ever ran on it; a
+finding matches a label by patch, file and line range, and by meaning (decided by hand, recorded as
+the finding's ``matches``; this test re-checks patch, file and line of every match). Its figures are
+reported apart from the in-sample ones and held to their own floor (see HELDOUT_FLOOR).
 """
 
 from __future__ import annotations
@@ -19,6 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 EVAL = Path(__file__).parent / "guide_eval"
 SETS = ("opt21-25", "own-series", "fork-series")
 PRECISION_BAR, RECALL_BAR = 0.90, 0.80
+HELDOUT = "heldout-pr239"
+# The held-out floor is its first recorded run (2026-12-01, detectors of main e93f54a): 15 of 19
+# findings true, 5 of 48 labels found. It is not chosen to pass: the in-sample bar (90 % / 80 %) is
+# missed by far and the README says so. The guide must not do worse on a change it never saw; a
+# detector change that moves these figures re-runs the audit on PR #239, labels the new findings
+# and updates "recorded" (the labels never change). Tuning a detector on this set makes it in-sample.
+HELDOUT_FLOOR = (15 / 19, 5 / 48)
+FINDING_KEYS = {"patch", "kind", "file", "line", "severity", "subject", "label", "note"}
 
 
 def load(name: str) -> dict:
@@ -40,31 +55,146 @@ def scores(findings: list[dict], known: list[dict]) -> tuple[float, float, list[
     return precision, recall, missed
 
 
+def in_range(line: int, span: list[int] | None) -> bool:
+    return span is not None and span[0] <= line <= span[1]
+
+
+def may_match(finding: dict, label: dict) -> bool:
+    """Rules 1-3 of the held-out set's ``matching``: same patch; same file (a label on '' takes any
+    file of its patch); the line in ``lines`` or ``old_lines``, or a file-wide label (lines null)."""
+    if finding["patch"] != label["patch"]:
+        return False
+    if label["file"] and finding["file"] != label["file"]:
+        return False
+    if label["lines"] is None:
+        return True
+    return in_range(finding["line"], label["lines"]) or in_range(finding["line"], label.get("old_lines"))
+
+
+def heldout_scores(data: dict) -> tuple[float, float, list[dict]]:
+    """Precision over the findings; recall over the labels a true finding matches (rules 1-4)."""
+    findings, labels = data["findings"], {lab["id"]: lab for lab in data["labels"]}
+    found = {i for f in findings if f["label"] is True for i in f["matches"] if may_match(f, labels[i])}
+    precision = sum(f["label"] is True for f in findings) / len(findings) if findings else 1.0
+    missed = [lab for i, lab in labels.items() if i not in found]
+    return precision, (len(labels) - len(missed)) / len(labels), missed
+
+
+def kind_names() -> set[str]:
+    catalogue = json.loads((ROOT / "patchkit/report/i18n/en.json").read_text("utf-8"))
+    return {key.split(".", 1)[1] for key in catalogue if key.startswith("finding.") and key.count(".") == 1}
+
+
 def test_every_finding_is_labelled_and_no_code_is_stored():
     for name in SETS:
         data = load(name)
         assert data["findings"] and data["known_issues"], name
         assert all(f["label"] in (True, False) for f in data["findings"]), f"{name}: unlabelled finding"
-        allowed = {"patch", "kind", "file", "line", "severity", "subject", "label", "note"}
-        assert all(set(f) <= allowed for f in data["findings"]), name
+        assert all(set(f) <= FINDING_KEYS for f in data["findings"]), name
+    data = load(HELDOUT)
+    assert data["findings"] and all(f["label"] in (True, False) for f in data["findings"])
+    assert all(set(f) <= FINDING_KEYS | {"matches"} for f in data["findings"])
+    assert all(
+        set(lab) <= {"id", "patch", "file", "lines", "old_lines", "priority", "issue"}
+        for lab in data["labels"]
+    )
 
 
-def test_precision_and_recall_meet_the_bar(capsys):
+def test_the_held_out_labels_are_ours():
+    """At least 40, in our words (no guide kind name), each placed on a patch, a file and lines."""
+    data = load(HELDOUT)
+    labels, kinds = data["labels"], kind_names()
+    patches = {f["patch"] for f in data["findings"]} | {lab["patch"] for lab in labels}
+    assert len(labels) >= 40
+    assert len({lab["id"] for lab in labels}) == len(labels)
+    assert len(patches) == 2  # the PR's two commits
+    for lab in labels:
+        assert lab["priority"] in ("high", "medium", "low") and len(lab["issue"]) > 20, lab["id"]
+        assert not any(kind in lab["issue"] for kind in kinds), f"{lab['id']} uses a guide kind name"
+        for span in (lab["lines"], lab.get("old_lines")):
+            assert span is None or (len(span) == 2 and 1 <= span[0] <= span[1]), lab["id"]
+        assert lab["file"] or lab["lines"] is None, f"{lab['id']}: lines without a file"
+
+
+def test_every_held_out_match_obeys_the_rules():
+    data = load(HELDOUT)
+    labels = {lab["id"]: lab for lab in data["labels"]}
+    for f in data["findings"]:
+        where = f"{f['patch']} {f['kind']} {f['file']}:{f['line']}"
+        assert f["label"] is True or not f["matches"], f"false finding matches a label: {where}"
+        for i in f["matches"]:
+            assert i in labels and may_match(f, labels[i]), f"{where} cannot match {i}"
+
+
+def table() -> tuple[list[str], tuple[float, float], tuple[float, float, list[dict]]]:
+    rows = ["", "guide evaluation: in-sample (detectors tuned on these; matched by patch and kind)"]
     everything, known = [], []
-    rows = []
     for name in SETS:
         data = load(name)
         p, r, missed = scores(data["findings"], data["known_issues"])
-        rows.append(f"{name:12} findings {len(data['findings']):3}  precision {p:6.1%}  recall {r:6.1%}")
-        rows += [f"    missed: {m['patch']} {m['kind']} {m['file']}" for m in missed]
+        rows.append(f"  {name:13} findings {len(data['findings']):3}  precision {p:6.1%}  recall {r:6.1%}")
+        rows += [f"      missed: {m['patch']} {m['kind']} {m['file']}" for m in missed]
         everything += [dict(f, patch=f"{name}/{f['patch']}") for f in data["findings"]]
         known += [dict(k, patch=f"{name}/{k['patch']}") for k in data["known_issues"]]
     precision, recall, _ = scores(everything, known)
-    rows.append(f"{'all':12} findings {len(everything):3}  precision {precision:6.1%}  recall {recall:6.1%}")
-    with capsys.disabled():
-        print("\nguide evaluation\n" + "\n".join(rows))
+    rows.append(
+        f"  {'all':13} findings {len(everything):3}  precision {precision:6.1%}  recall {recall:6.1%}"
+    )
+    data = load(HELDOUT)
+    held = heldout_scores(data)
+    rows += [
+        "guide evaluation: held-out (never tuned on; labels first, matched by file, line and meaning)",
+        f"  {HELDOUT:13} findings {len(data['findings']):3}  precision {held[0]:6.1%}  recall {held[1]:6.1%}"
+        f"  ({len(data['labels']) - len(held[2])} of {len(data['labels'])} labels)",
+    ]
+    for level in ("high", "medium", "low"):
+        of = [lab for lab in data["labels"] if lab["priority"] == level]
+        left = [lab for lab in held[2] if lab["priority"] == level]
+        rows.append(f"      {level:6} labels found {len(of) - len(left):2} of {len(of):2}")
+    return rows, (precision, recall), held
+
+
+def test_in_sample_precision_and_recall_meet_the_bar():
+    rows, (precision, recall), _ = table()
     assert precision >= PRECISION_BAR, rows
     assert recall >= RECALL_BAR, rows
+
+
+def test_held_out_figures_are_the_recorded_ones_and_hold_their_floor(capsys):
+    """Prints both tables (run with -s, or read them in a failure)."""
+    rows, _, (precision, recall, missed) = table()
+    with capsys.disabled():
+        print("\n".join(rows))
+    data = load(HELDOUT)
+    rec = data["recorded"]
+    assert (len(data["findings"]), sum(f["label"] for f in data["findings"])) == (
+        rec["findings"],
+        rec["true"],
+    )
+    assert (len(data["labels"]), len(data["labels"]) - len(missed)) == (rec["labels"], rec["labels_found"])
+    assert precision >= HELDOUT_FLOOR[0] - 1e-9, rows
+    assert recall >= HELDOUT_FLOOR[1] - 1e-9, rows
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_held_out_labels_were_committed_before_the_guide_ran():
+    """The git history is the proof of order: the file's first commit holds every label as it is
+    now and no finding; labels never change afterwards."""
+    try:
+        shallow = git("rev-parse", "--is-shallow-repository").strip() == "true"
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: the proof of order is the repository's history")
+    if shallow:
+        pytest.skip("shallow clone: the labels' first commit is not in this history")
+    path = f"tests/guide_eval/{HELDOUT}.json"
+    commits = git("log", "--format=%H", "--follow", "--", path).split()
+    assert commits, f"{path} is not committed"
+    first = json.loads(git("show", f"{commits[-1]}:{path}"))
+    assert first["findings"] == [] and "recorded" not in first
+    assert first["labels"] == load(HELDOUT)["labels"]
 
 
 def test_scores_count_false_findings_and_misses():
@@ -74,6 +204,21 @@ def test_scores_count_false_findings_and_misses():
     ]
     known = [{"patch": "a", "kind": "x", "file": ""}, {"patch": "a", "kind": "y", "file": "f"}]
     assert scores(findings, known)[:2] == (0.5, 0.5)
+
+
+def test_held_out_matching_needs_the_same_file_and_a_line_in_range():
+    label = {"id": "L1", "patch": "p", "file": "f.py", "lines": [10, 20], "old_lines": [5, 6]}
+    finding = {"patch": "p", "file": "f.py", "line": 15, "label": True, "matches": ["L1"]}
+    assert may_match(finding, label)
+    assert may_match(dict(finding, line=5), label)  # removed code, pre-image numbers
+    assert not may_match(dict(finding, line=21), label)
+    assert not may_match(dict(finding, file="g.py"), label)
+    assert not may_match(dict(finding, patch="q"), label)
+    assert may_match(dict(finding, file="g.py", line=0), dict(label, file="", lines=None))
+    data = {"findings": [finding, dict(finding, line=30), dict(finding, label=False)], "labels": [label]}
+    assert heldout_scores(data)[:2] == (2 / 3, 1.0)
+    data = {"findings": [dict(finding, line=30)], "labels": [label, dict(label, id="L2")]}
+    assert heldout_scores(data)[:2] == (1.0, 0.0)  # a recorded match out of range does not count
 
 
 @pytest.mark.slow

@@ -331,6 +331,20 @@ def test_a_template_counts_as_untested_only_when_code_names_it():
     assert "vllm/templates/chat.jinja" in f["evidence"]
 
 
+def test_a_negation_on_the_next_line_of_a_wrapped_sentence_is_no_claim():
+    """1Cat-vLLM PR #239's lint commit: "... drift in fused_mha.h and\nfoo.cu ... is left untouched."
+    named fused_mha.h as changed (the held-out guide evaluation's false finding)."""
+    from patchkit.diff.model import Commit
+
+    files = {"vllm/a.py": ("x = 1\n", "x = 2\n")}
+    body = "- a.py: change x.\n\nThe drift in fused_mha.h and\nkernel.cu (at the base) is left untouched.\n"
+    said = Commit(None, "A", "a@x", "", "f", body)
+    assert "message-names-untouched-file" not in kinds(guide(files, [said]))
+    items = "- a.py: change x, and\n  b.py too\n- c.py is unchanged\n"  # each item is its own sentence
+    found = only(guide(files, [Commit(None, "A", "a@x", "", "f", items)]), "message-names-untouched-file")
+    assert [f["message"]["en"].split("`")[1] for f in found] == ["b.py"]
+
+
 def test_items_under_a_negated_heading_are_no_claims():
     from patchkit.diff.model import Commit
 

@@ -4,7 +4,9 @@
 
 Stores only what the guide found (patch, kind, file, line, severity, the finding's subject name) and
 our labels; never the patch's code. A finding not labelled before gets ``"label": null``: read the
-diff lines and set it to true or false by hand; the evaluation test refuses unlabelled findings.
+diff lines and set it to true or false by hand; the evaluation test refuses unlabelled findings. In a
+held-out set (one with ``labels``) each finding also keeps ``matches``, the ids of the labels it
+matches, decided by hand by the rules in that set's ``matching``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ def collect(record: Path, eval_file: Path) -> dict:
                 "subject": subject[:80],
             }
             old = labels.get(key(item), {})
-            found.append({**item, "label": old.get("label"), "note": old.get("note", "")})
+            kept = {"label": old.get("label"), "note": old.get("note", "")}
+            if "matches" in old or "labels" in data:  # a held-out set: label ids the finding matches
+                kept["matches"] = old.get("matches", [])
+            found.append({**item, **kept})
     data["findings"] = found
     return data
 

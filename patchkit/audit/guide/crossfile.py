@@ -18,6 +18,8 @@ _NEGATED = re.compile(
     r"|不改|未修改|未改动|不动|保持不变|无改动|没有改|不经|无需|不需要|已内置|内置",
     re.I,
 )
+_STOPS = (".", "。", ":", "：", ";", "；", "!", "！", "?", "？")
+_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
 _FILE_MENTION = re.compile(
     r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|toml|yaml|yml|json|cu|cuh|cpp|h|sh))\b"
 )
@@ -148,17 +150,32 @@ def test_findings(files: list[FilePatch], views: list[FileView] | None = None) -
     return [make_finding("no-test-touched", "medium", code[0], 0, code[:8], count=len(code))]
 
 
+def _sentences(lines: list[str]) -> list[list[str]]:
+    """Consecutive lines joined while a sentence is wrapped: a line that ends without a stop, before a
+    line that starts no list item; a blank line is a sentence of its own."""
+    out: list[list[str]] = []
+    for line in lines:
+        last = out[-1][-1] if out else ""
+        wrapped = last.strip() and not last.rstrip().endswith(_STOPS) and not _ITEM.match(line)
+        if wrapped and line.strip():
+            out[-1].append(line)
+        else:
+            out.append([line])
+    return out
+
+
 def _claimed_lines(text: str) -> list[str]:
-    """The lines of a commit message that claim a change: not "left untouched" / "不改", nor the items
-    under a negated heading ("已确认内置（无需重放）:") up to the next blank line."""
+    """The lines of a commit message that claim a change: not "left untouched" / "不改" (also when the
+    negation is on a later line of the same wrapped sentence), nor the items under a negated heading
+    ("已确认内置（无需重放）:") up to the next blank line."""
     out, negated_section = [], False
-    for line in text.splitlines():
-        if not line.strip():
+    for sentence in _sentences(text.splitlines()):
+        if not sentence[0].strip():
             negated_section = False
-        elif _NEGATED.search(line):
-            negated_section = negated_section or line.rstrip().endswith((":", "："))
+        elif any(_NEGATED.search(line) for line in sentence):
+            negated_section = negated_section or sentence[-1].rstrip().endswith((":", "："))
         elif not negated_section:
-            out.append(line)
+            out += sentence
     return out
 
 
