@@ -369,3 +369,41 @@ def test_names_and_versions() -> None:
     assert naming.rewrite_version_module(older, "0.8.3", "0.8.3+pk.ab") == (
         "version = __version__ = '0.8.3+pk.ab'\nversion_tuple = __version_tuple__ = (0, 8, 3, 'pk.ab')\n"
     )
+
+
+def test_status_of_a_patchkit_wheel_with_a_series_applied_over_it(project: Project, tmp_path: Path) -> None:
+    """A hotfix applied with ``patchkit apply`` over the installed wheel: both are shown; the wheel's
+    files are checked as the wheel left them (the apply's state records that), the rest as they are."""
+    wheel = build(project)[2]
+    assert wheel is not None
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    hotfix = tmp_path / "hotfix"
+    hotfix.mkdir()
+    (hotfix / "series").write_text("0001-f4.patch\n")
+    lines = [
+        "diff --git a/vllm/calc.py b/vllm/calc.py",
+        "--- a/vllm/calc.py",
+        "+++ b/vllm/calc.py",
+        "@@ -15,7 +15,7 @@ def f3(x):",
+        " ",
+        " ",
+        " def f4(x):",
+        "-    return x + 4",
+        "+    return x - 4",
+        " ",
+        " ",
+        " def f5(x):",
+    ]
+    (hotfix / "0001-f4.patch").write_text("\n".join(lines) + "\n")
+    target = ("--target", "site-packages", "--site-packages", str(site))
+    code, out = run("apply", str(hotfix), *target)
+    assert code == 0, out
+    code, out = run("status", *target)
+    assert code == 0, out
+    assert "applied: 1 patch(es)" in out and "installed from a patchkit wheel" in out
+    assert "all 3 file(s) patchkit changed as recorded" in out
+    (site / "vllm/added.py").write_text("changed\n")  # a wheel file the hotfix did not touch
+    code, out = run("status", *target)
+    assert code == 1 and "vllm/added.py: the wheel's provenance records sha256" in out

@@ -30,10 +30,14 @@ def provenance_file(dist: sitepackages.Distribution) -> Path | None:
 
 
 def inspect(
-    dist: sitepackages.Distribution, identity: list[dict] | None = None, series: str = ""
+    dist: sitepackages.Distribution,
+    identity: list[dict] | None = None,
+    series: str = "",
+    applied_over: dict[str, str | None] | None = None,
 ) -> InstalledWheel | None:
     """None when the distribution carries no provenance (not installed from a patchkit wheel).
-    ``identity``: a series to compare with (``patchkit status SERIES``)."""
+    ``identity``: a series to compare with (``patchkit status SERIES``); ``applied_over``: the files a
+    later ``patchkit apply`` changed, with their sha256 before it (what the wheel left there)."""
     path = provenance_file(dist)
     if path is None:
         return None
@@ -74,7 +78,10 @@ def inspect(
         )
     for rel, entry in record["files"].items():
         target = dist.location / rel
-        actual = hashlib.sha256(target.read_bytes()).hexdigest() if target.is_file() else None
+        if applied_over is not None and rel in applied_over:
+            actual = applied_over[rel]  # the apply's own state checks what it wrote since
+        else:
+            actual = hashlib.sha256(target.read_bytes()).hexdigest() if target.is_file() else None
         if actual != entry["sha256"]:
             found.problems.append(
                 Message(
