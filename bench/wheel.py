@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -110,7 +111,7 @@ def _run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subpro
     return proc
 
 
-def evidence(series: Path, pin: Path, work: Path) -> dict:
+def evidence(series: Path, pin: Path, work: Path, bare: bool = False) -> dict:
     found: dict = {}
     builds = []
     for name in ("build-a", "build-b"):
@@ -135,10 +136,12 @@ def evidence(series: Path, pin: Path, work: Path) -> dict:
     found["verify_changed_byte"] = _run(
         *patchkit_command(), "wheel", "--verify", str(work / "changed" / wheel.name), str(series), cwd=ROOT
     ).returncode
-    python = _venv(work / "venv", pin)
+    python = _venv(work / "venv", pin, bare)
     found["pip_install"] = _run(python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)).returncode
-    found["import"] = _run(python, "-c", "import vllm; print(vllm.__version__)").stdout.strip()
+    if not bare:  # a bare venv has no torch: vllm/__init__ cannot be imported there
+        found["import"] = _run(python, "-c", "import vllm; print(vllm.__version__)").stdout.strip()
     found["pip_show"] = _run(python, "-m", "pip", "show", "vllm").stdout.splitlines()[:3]
+    print("\n".join(f"  {line}" for line in found["pip_show"]))
     found["status"] = _run(
         *patchkit_command(), "status", str(series), "--target", "site-packages", "--python", python, cwd=ROOT
     ).returncode
@@ -146,10 +149,17 @@ def evidence(series: Path, pin: Path, work: Path) -> dict:
     return found
 
 
-def _venv(venv: Path, pin: Path) -> str:
-    """A fresh venv holding vLLM's requirements/common.txt and torch (CPU), the test env's kind."""
+def _venv(venv: Path, pin: Path, bare: bool) -> str:
+    """A fresh venv holding vLLM's requirements/common.txt and torch (CPU), the test env's kind;
+    ``bare``: only pip (for an older vLLM whose requirements need another torch)."""
     from patchkit.audit import testenv
 
+    uv = testenv.uv_binary()
+    env = testenv.uv_environment(testenv.pip_settings(sys.executable))
+    python = str(venv / "bin" / "python")
+    subprocess.run([uv, "venv", "-q", "--seed", str(venv), "-p", sys.executable], check=True, env=env)
+    if bare:
+        return python
     base = Path(
         subprocess.run(
             [*patchkit_command(), "checkout", "--pin", str(pin)],
@@ -159,10 +169,6 @@ def _venv(venv: Path, pin: Path) -> str:
             cwd=ROOT,
         ).stdout.strip()
     )
-    uv = testenv.uv_binary()
-    env = testenv.uv_environment(testenv.pip_settings(sys.executable))
-    python = str(venv / "bin" / "python")
-    subprocess.run([uv, "venv", "-q", "--seed", str(venv), "-p", sys.executable], check=True, env=env)
     subprocess.run(
         [
             uv,
@@ -186,13 +192,13 @@ def witness(series: Path, python: str, work: Path) -> dict:
     """The installed package against ``wheel unpack`` of the original + ``git apply`` of the series."""
     site = Path(
         subprocess.run(
-            [python, "-c", "import vllm, os; print(os.path.dirname(vllm.__path__[0]))"],
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
     )
-    dist_info = next(site.glob("vllm-*.dist-info"))
+    dist_info = next(site.glob("vllm-*.dist-info"))  # the venv is fresh: one vllm
     record = json.loads((dist_info / "patchkit-provenance.json").read_text())
     cached = (
         Path.home()
@@ -209,13 +215,15 @@ def witness(series: Path, python: str, work: Path) -> dict:
     tree = next((work / "original").iterdir())
     for name in (series / "series").read_text().split():
         subprocess.run(["git", "apply", "--include=vllm/*", str(series / name)], cwd=tree, check=True)
-    version = record["distribution"]["version"]
-    expected_version = (
-        (tree / "vllm/_version.py").read_text().replace("version = '0.33.0'", f"version = '{version}'")
-    )
-    expected_version = expected_version.replace(
-        "version_tuple = (0, 33, 0)", f"version_tuple = (0, 33, 0, '{version.split('+')[1]}')"
-    )
+    version, old = record["distribution"]["version"], record["distribution"]["source"]["version"]
+    text = (tree / "vllm/_version.py").read_text()
+    expected_version = text.replace(f"version = '{old}'", f"version = '{version}'")
+    old_tuple = re.search(r"version_tuple = (\(.*\))$", text, re.M)
+    if old_tuple and "+" in version:
+        new_tuple = f"{old_tuple[1][:-1]}, '{version.split('+')[1]}')"
+        expected_version = expected_version.replace(
+            f"version_tuple = {old_tuple[1]}", f"version_tuple = {new_tuple}"
+        )
     (tree / "vllm/_version.py").write_text(expected_version)
     mismatched, compared = [], 0
     originals = {str(p.relative_to(tree)) for p in (tree / "vllm").rglob("*") if p.is_file()}
@@ -231,7 +239,7 @@ def witness(series: Path, python: str, work: Path) -> dict:
     patched = sorted(record["files"])
     print(
         f"witness: {compared} files compared, {len(mismatched)} mismatched {mismatched[:5]}; "
-        f"patchkit reports {len(patched)} patched: {patched}"
+        f"patchkit reports {len(patched)} patched, e.g. {patched[:4]}"
     )
     return {"compared": compared, "mismatched": mismatched, "patched": patched}
 
@@ -243,6 +251,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--evidence", action="store_true", help="also install it and check it (not timed)")
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument(
+        "--bare-venv", action="store_true", help="--evidence: a venv without vLLM's requirements"
+    )
     parser.add_argument("--work", type=Path)
     parser.add_argument("--json", type=Path)
     opts = parser.parse_args()
@@ -253,7 +264,7 @@ def main() -> int:
     if not opts.no_timing:
         result["timing"] = timing(series, pin, opts.runs, work)
     if opts.evidence:
-        result["evidence"] = evidence(series, pin, work)
+        result["evidence"] = evidence(series, pin, work, opts.bare_venv)
     if opts.json:
         opts.json.write_text(json.dumps(result, indent=1) + "\n")
     if not opts.work:
