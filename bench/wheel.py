@@ -70,7 +70,7 @@ def package_part(patch: Path, dest: Path, package: str = "vllm/") -> Path:
     return dest
 
 
-def timing(series: Path, pin: Path, runs: int, work: Path) -> dict:
+def timing(series: Path, pin: Path, runs: int, work: Path, warm: bool = True) -> dict:
     version = _pin_version(pin)
     cuts = [package_part(series / n, work / f"pkg-{n}") for n in (series / "series").read_text().split()]
     script = work / "baseline.sh"
@@ -82,7 +82,7 @@ def timing(series: Path, pin: Path, runs: int, work: Path) -> dict:
     def fresh(_: int) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
-    for command in (candidate, baseline):  # warm pip's and patchkit's caches alike, untimed
+    for command in (candidate, baseline) if warm else ():  # warm pip's and patchkit's caches, untimed
         fresh(0)
         subprocess.run(command, check=True, capture_output=True)
     cand, base = measure_pair(candidate, baseline, runs, cwd=ROOT, prepare=fresh)
