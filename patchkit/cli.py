@@ -138,6 +138,9 @@ def rebase(
 
 _TARGET = typer.Option(click_type=click.Choice(TARGETS), help="what to patch")
 _LANG = typer.Option(click_type=click.Choice(LANGS), help="report language")
+_STRICT_INDEX = typer.Option(
+    "--strict-index", help="refuse a file that is not the preimage blob its index line names"
+)
 
 
 @app.command("apply")
@@ -157,12 +160,7 @@ def apply_(
     ] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
     lock_timeout: Annotated[float, typer.Option(help="seconds to wait for the target lock")] = 30,
-    strict_index: Annotated[
-        bool,
-        typer.Option(
-            "--strict-index", help="refuse a file that is not the preimage blob its index line names"
-        ),
-    ] = False,
+    strict_index: Annotated[bool, _STRICT_INDEX] = False,
 ) -> None:
     """Apply a series (and overlays) to a checkout or an installed vllm, all or nothing."""
     from patchkit.commands import apply as command
@@ -295,12 +293,7 @@ def wheel(
     audit: Annotated[Optional[Path], typer.Option(help="audit JSON: verdicts into the provenance")] = None,
     verify: Annotated[Optional[Path], typer.Option(help="check this wheel instead of building one")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
-    strict_index: Annotated[
-        bool,
-        typer.Option(
-            "--strict-index", help="refuse a file that is not the preimage blob its index line names"
-        ),
-    ] = False,
+    strict_index: Annotated[bool, _STRICT_INDEX] = False,
 ) -> None:
     """Build the pinned vLLM wheel with the series applied (new version, RECORD, provenance), or --verify
     one. Exit 1 when a patch does not apply or a check fails."""
