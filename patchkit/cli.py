@@ -138,6 +138,9 @@ def rebase(
 
 _TARGET = typer.Option(click_type=click.Choice(TARGETS), help="what to patch")
 _LANG = typer.Option(click_type=click.Choice(LANGS), help="report language")
+_STRICT_INDEX = typer.Option(
+    "--strict-index", help="refuse a file that is not the preimage blob its index line names"
+)
 
 
 @app.command("apply")
@@ -157,12 +160,7 @@ def apply_(
     ] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
     lock_timeout: Annotated[float, typer.Option(help="seconds to wait for the target lock")] = 30,
-    strict_index: Annotated[
-        bool,
-        typer.Option(
-            "--strict-index", help="refuse a file that is not the preimage blob its index line names"
-        ),
-    ] = False,
+    strict_index: Annotated[bool, _STRICT_INDEX] = False,
 ) -> None:
     """Apply a series (and overlays) to a checkout or an installed vllm, all or nothing."""
     from patchkit.commands import apply as command
@@ -279,6 +277,30 @@ def report(
     from patchkit.commands import report as command
 
     _run(command.run, results, html, md, junit, lang)
+
+
+@app.command()
+def wheel(
+    series_dir: Annotated[
+        Optional[Path], typer.Argument(help="series dir (default: [series].dir; --verify: to check with)")
+    ] = None,
+    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml or pin file with [target]")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="directory for the new wheel")] = None,
+    name: Annotated[Optional[str], typer.Option(help="distribution name of the new wheel (renamed)")] = None,
+    version: Annotated[
+        Optional[str], typer.Option("--version", help="its version (default: the pinned one + pk.<hash>)")
+    ] = None,
+    audit: Annotated[Optional[Path], typer.Option(help="audit JSON: verdicts into the provenance")] = None,
+    verify: Annotated[Optional[Path], typer.Option(help="check this wheel instead of building one")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
+    strict_index: Annotated[bool, _STRICT_INDEX] = False,
+) -> None:
+    """Build the pinned vLLM wheel with the series applied (new version, RECORD, provenance), or --verify
+    one. Exit 1 when a patch does not apply or a check fails."""
+    from patchkit.commands import wheel as command
+
+    _run(command.run, series_dir, pin, out, name, version, audit, verify, json_out, strict_index,
+         json_out=json_out)  # fmt: skip
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.apply",),
     ("patchkit.audit",),
     ("patchkit.report",),
-    ("patchkit.rebase",),
+    ("patchkit.rebase", "patchkit.wheels"),
     ("patchkit.config", "patchkit.output"),
     ("patchkit.commands", "patchkit.cli"),
 ]

@@ -132,10 +132,11 @@ def _emitted_keys() -> set[str]:
     """Every catalogue key patchkit's gates, verdicts and test comparison can put in a message:
     the key literals in the source, plus the families built from a name (test categories, causes)."""
     text = "".join(p.read_text("utf-8") for p in sorted(PACKAGE.rglob("*.py")))
-    keys = set(re.findall(r'"((?:gate|reason|dco\.commit|tests\.run)\.[a-z.-]+[a-z])"', text))
+    keys = set(re.findall(r'"((?:gate|reason|dco\.commit|tests\.run|wheel)\.[a-z.-]+[a-z])"', text))
     keys |= {f"tests.part.{c}" for c in ("passed", "passed-teardown", "fixed", "still-failing", "new-passed",
                                          "new-failed", "removed", "could-not-run", "regressed")}  # fmt: skip
     keys |= {f"tests.cause.{rule.name}" for rule in ENV_RULES} | {"tests.cause.count"}
+    keys |= {f"wheel.status.{status}" for status in ("applied", "partly-applied", "skipped")}
     return keys
 
 

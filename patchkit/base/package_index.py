@@ -217,6 +217,31 @@ def project_files(name: str, version: str) -> list[tuple[str, str, str | None]]:
     return []
 
 
+def wheel_rank(filename: str) -> int | None:
+    """The wheel's place in this interpreter's tag order (lower is better); None if it cannot run here."""
+    from packaging.tags import sys_tags
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except InvalidWheelFilename:
+        return None
+    return next((rank for rank, tag in enumerate(sys_tags()) if tag in tags), None)
+
+
+def platform_wheel(name: str, version: str) -> tuple[str, str, str]:
+    """(filename, url, listed sha256) of the ``name==version`` wheel that suits this interpreter best;
+    UserError when there is none or the index lists no sha256 for it (it could not be checked)."""
+    ranked = [(rank, f) for f in project_files(name, version) if (rank := wheel_rank(f[0])) is not None]
+    if not ranked:
+        indexes = ", ".join(map(_redact, index_urls()))
+        raise UserError(f"no {name} {version} wheel for this platform on {indexes}")
+    filename, url, listed = min(ranked)[1]
+    if not listed:
+        raise UserError(f"{filename}: the index lists no sha256, so it cannot be checked")
+    return filename, url, listed.lower()
+
+
 # --------------------------------------------------------------------------- download
 
 

@@ -54,6 +54,8 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
                 touched = set(state["files"])
                 problems += [f"RECORD: {p}" for p in sitepackages.record_problems(
                     target.dist.dist_info, target.root, only=touched)]  # fmt: skip
+        if target.dist is not None:
+            problems += _installed_wheel(target.dist, series_dir, report, state)
     report["problems"] = problems
     for problem in problems:
         output.error(f"drift: {problem}")
@@ -72,3 +74,25 @@ def _compare_series(series_dir: Path, state: dict) -> list[str]:
         output.info(f"the applied series is {series_dir} (same patches, same sha256)")
         return []
     return [f"the applied series differs from {series_dir}"]
+
+
+def _installed_wheel(dist, series_dir: Path | None, report: dict, state: dict | None) -> list[str]:  # noqa: ANN001
+    """A distribution installed from a patchkit wheel: its provenance shown and checked."""
+    from patchkit.wheels.installed import inspect, provenance_file
+
+    if provenance_file(dist) is None:
+        return []  # not installed from a patchkit wheel
+    from patchkit.report.i18n import default_lang, message_text
+
+    identity = None
+    if series_dir is not None:
+        from patchkit.series.files import load_entries, load_overlays
+
+        identity = apply.series_identity(load_entries(series_dir), load_overlays(series_dir))
+    applied_over = {rel: rec["pre"] for rel, rec in state["files"].items()} if state else None
+    found = inspect(dist, identity, str(series_dir or ""), applied_over)
+    lang = default_lang()
+    for line in found.lines:
+        output.info(message_text(line, lang))
+    report["wheel"] = found.record
+    return [message_text(p, lang) for p in found.problems]

@@ -1,0 +1,186 @@
+"""``patchkit wheel``: the pinned vLLM wheel with the series applied, as a new wheel with provenance;
+``--verify WHEEL``: such a wheel checked against its RECORD, its provenance, the series and the source."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from patchkit import output
+from patchkit.atomic import write_atomic
+from patchkit.base.archive import sha256_file
+from patchkit.commands.apply import project_overlay_root, resolve_series_dir
+from patchkit.config import load_pin, owns_series, project_config
+from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.report.i18n import default_lang, message_text
+from patchkit.values import Message, Pin
+from patchkit.wheels import build, source, verify
+
+
+def run(
+    series_dir: Path | None,
+    pin_file: Path | None,
+    out: Path | None,
+    name: str | None,
+    version: str | None,
+    audit_file: Path | None,
+    verify_wheel: Path | None,
+    json_out: Path | None,
+    strict_index: bool,
+) -> int:
+    if verify_wheel is not None:
+        if any(v is not None for v in (out, name, version, audit_file, pin_file)):
+            raise UserError("--verify WHEEL takes only a SERIES dir (the provenance names the rest)")
+        return _verify(verify_wheel, series_dir, json_out)
+    if out is None:
+        raise UserError("patchkit wheel needs --out DIR (or --verify WHEEL)")
+    series_dir = resolve_series_dir(series_dir)
+    entries, overlays = _load_series(series_dir)
+    pin = _pin(pin_file, series_dir)
+    request = build.Request(
+        pin,
+        _label(series_dir),
+        entries,
+        overlays,
+        name,
+        version,
+        _audit(audit_file, entries, pin) if audit_file else None,
+        build.source_date_epoch(),
+        strict_index,
+    )
+    wheel = source.fetch(pin)
+    lang = default_lang()
+    try:
+        built = build.build(request, wheel, out)
+    except build.ApplyFailed as failed:
+        for problem in failed.messages:
+            output.error(message_text(problem, lang))
+        raise
+    for note in built.notes:
+        output.info(message_text(note, lang))
+    sha256 = sha256_file(built.path)
+    applied = sum(p["status"] != "skipped" for p in built.record["series"]["patches"])
+    output.info(
+        message_text(
+            Message(
+                "wheel.built",
+                {
+                    "path": str(built.path),
+                    "name": built.name,
+                    "version": built.version,
+                    "source": wheel.filename,
+                    "patches": applied,
+                    "files": len(built.record["files"]),
+                    "sha256": sha256,
+                },
+            ),
+            lang,
+        )
+    )
+    if json_out is not None:
+        report = {
+            "command": "wheel",
+            "path": str(built.path),
+            "sha256": sha256,
+            "name": built.name,
+            "version": built.version,
+            "notes": [message_text(n) for n in built.notes],
+            "provenance": built.record,
+        }
+        write_atomic(json_out, json.dumps(report, indent=1) + "\n")
+    return EXIT_OK
+
+
+def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None) -> int:
+    if not wheel.is_file():
+        raise UserError(f"{wheel}: no such wheel file")
+
+    def load(named: str) -> tuple[str, list, list]:
+        found = series_dir if series_dir is not None else _named_series(named)
+        return str(found), *_load_series(found)
+
+    result = verify.verify(wheel, load, source.fetch)
+    lang = default_lang()
+    if result.mismatch is not None:
+        output.error(message_text(Message("wheel.first-mismatch", {"mismatch": result.mismatch}), lang))
+    else:
+        assert result.record is not None
+        output.info(
+            message_text(
+                Message(
+                    "wheel.verified",
+                    {
+                        "path": str(wheel),
+                        "members": result.members,
+                        "series": result.series,
+                        "patches": len(result.record["series"]["patches"]),
+                        "source": result.record["source_wheel"]["filename"],
+                    },
+                ),
+                lang,
+            )
+        )
+    if json_out is not None:
+        report = {
+            "command": "wheel --verify",
+            "path": str(wheel),
+            "ok": result.mismatch is None,
+            "mismatch": None if result.mismatch is None else message_text(result.mismatch),
+            "provenance": result.record,
+        }
+        write_atomic(json_out, json.dumps(report, indent=1) + "\n")
+    return EXIT_OK if result.mismatch is None else EXIT_FAILED
+
+
+def _load_series(series_dir: Path) -> tuple[list, list]:
+    from patchkit.series.files import load_entries, load_overlays
+
+    if not (series_dir / "series").is_file():
+        raise UserError("not a series directory (no 'series' file)", str(series_dir))
+    overlay_dirs = [d for d in (series_dir, project_overlay_root(series_dir)) if d is not None]
+    return load_entries(series_dir), load_overlays(*overlay_dirs)
+
+
+def _pin(pin_file: Path | None, series_dir: Path) -> Pin:
+    """--pin, else the project's pin for its own series, else the series' split.json pin."""
+    if pin_file is not None:
+        return load_pin(pin_file)
+    config = project_config()
+    if owns_series(config, series_dir) and config.target is not None:
+        return config.target
+    from patchkit.series.files import load_split_json
+
+    series = load_split_json(series_dir)
+    if series is not None and series.base.source == "index":
+        return series.base
+    raise UserError(
+        "no pin: pass --pin patchkit.toml (the series is not this project's own [series].dir, "
+        "and its split.json names no package-index base)"
+    )
+
+
+def _label(series_dir: Path) -> str:
+    """The series dir as the provenance names it: relative to the project root when inside it."""
+    root = project_config().root.resolve()
+    resolved = series_dir.resolve()
+    return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
+
+
+def _named_series(named: str) -> Path:
+    path = Path(named)
+    found = path if path.is_absolute() else project_config().root / path
+    if not (found / "series").is_file():
+        raise UserError(
+            f"the series the provenance names ({named}) is not here; pass its directory as SERIES"
+        )
+    return found
+
+
+def _audit(path: Path, entries: list, pin: Pin) -> dict:
+    """The audit's verdicts, read through the record loader and validator ``patchkit report`` uses."""
+    from patchkit.commands.report import load
+    from patchkit.wheels.provenance import audit_summary
+
+    result = load(path)
+    return audit_summary(result, entries, pin, hashlib.sha256(path.read_bytes()).hexdigest(), str(path))
