@@ -19,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -73,11 +74,31 @@ def _owner_file(path: Path) -> Path:
 
 
 def lock_owner(path: Path) -> str:
-    """Who holds the lock ``path``, as its holder wrote it ("pid 123: patchkit audit ...")."""
+    """Who holds the lock ``path``, from what its holder wrote ("pid 123 (thread T): patchkit audit");
+    "this run" when that is this very process (another of its threads)."""
     try:
-        return _owner_file(path).read_text("utf-8").strip() or "an unknown process"
+        text = _owner_file(path).read_text("utf-8").strip()
     except OSError:
+        text = ""
+    match = re.match(r"pid (\d+)(?: \(thread ([^)]*)\))?: ", text)
+    if match is None:
         return "an unknown process"
+    if int(match.group(1)) == os.getpid():
+        thread = match.group(2)
+        return f"this run: another of its threads{f' ({thread})' if thread else ''}"
+    if not _alive(int(match.group(1))):  # a holder that died released the lock: who has it now is unknown
+        return "an unknown process"
+    return text
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
 
 
 @contextlib.contextmanager
@@ -94,7 +115,8 @@ def file_lock(path: Path) -> Iterator[None]:
         lock.acquire()
     try:
         with contextlib.suppress(OSError):  # only for the message of whoever waits
-            _owner_file(path).write_text(f"pid {os.getpid()}: {' '.join(sys.argv)}\n", encoding="utf-8")
+            holder = f"pid {os.getpid()} (thread {threading.current_thread().name}): {' '.join(sys.argv)}"
+            _owner_file(path).write_text(holder + "\n", encoding="utf-8")
         yield
     finally:
         with contextlib.suppress(OSError):

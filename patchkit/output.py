@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.console import rich_console
+from patchkit.console import rich_console, verbosity
 
 if TYPE_CHECKING:
     from patchkit.diff.model import Replay
@@ -25,7 +25,15 @@ def error(message: str) -> None:
 
 
 def info(message: str) -> None:
-    print(message)
+    """A line of what the command did (``-q`` drops it)."""
+    if verbosity() >= 0:
+        print(message)
+
+
+def detail(message: str) -> None:
+    """A line only ``-v`` asks for."""
+    if verbosity() > 0:
+        print(message)
 
 
 def table(headers: list[str], rows: list[list[str]], title: str | None = None) -> str:
