@@ -301,6 +301,27 @@ def report(
     _run(command.run, results, html, md, junit, lang)
 
 
+@app.command("cache")
+def cache_(
+    prune: Annotated[
+        bool,
+        typer.Option("--prune", help="remove what is of no use to this patchkit (other versions' results)"),
+    ] = False,
+    older_than: Annotated[
+        Optional[str], typer.Option(help="prune entries last written longer ago than this (30d, 12h, 2w)")
+    ] = None,
+    everything: Annotated[bool, typer.Option("--all", help="prune every entry")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="say what pruning would remove, remove nothing")
+    ] = False,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the listing as JSON")] = None,
+) -> None:
+    """Show what the cache holds (entries, sizes, which patchkit they belong to) and prune it."""
+    from patchkit.commands import cache as command
+
+    _run(command.run, prune, older_than, everything, dry_run, json_out, json_out=json_out)
+
+
 def main() -> None:
     """Run the CLI; a usage error (a bad choice, a missing argument) is written to ``--json F`` too."""
     # typer inspects the signature of every registered command at each start: when the command
