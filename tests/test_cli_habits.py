@@ -34,8 +34,15 @@ def _cache(tmp_path, monkeypatch):
 
 def _patchkit(*args: str, cwd: Path | None = None, **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    return subprocess.run([sys.executable, "-m", "patchkit", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd, env=env, **kw)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "patchkit", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+        **kw,
+    )
 
 
 def _series(tmp_path: Path) -> tuple[Path, Path]:
@@ -99,13 +106,15 @@ def test_json_dash_is_stdout_even_for_a_failure(verb, tmp_path):
 
 def test_json_dash_of_a_success_keeps_the_human_lines_on_stderr(tmp_path):
     base, series = _series(tmp_path)
-    audited = _patchkit("audit", str(series), "--base", str(base), "--gates", "apply,dco", "--json", "-",
-                        cwd=tmp_path)  # fmt: skip
+    audited = _patchkit(
+        "audit", str(series), "--base", str(base), "--gates", "apply,dco", "--json", "-", cwd=tmp_path
+    )
     assert audited.returncode == 0, audited.stderr
     assert json.loads(audited.stdout)["verdict"] == "ready"
     assert "verdict: ready; reports: - (stdout)" in audited.stderr
-    applied = _patchkit("apply", str(series), "--target", "checkout", "--path", str(base), "--json", "-",
-                        cwd=tmp_path)  # fmt: skip
+    applied = _patchkit(
+        "apply", str(series), "--target", "checkout", "--path", str(base), "--json", "-", cwd=tmp_path
+    )
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout)["action"] == "applied"
     assert "applied 1 patch(es)" in applied.stderr
@@ -127,8 +136,13 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     with open(state / "lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        proc = subprocess.Popen([sys.executable, "-m", "patchkit", "apply", str(series), "--path", str(base)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "patchkit", "apply", str(series), "--path", str(base)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert proc.stdout.readline().startswith("target: checkout")  # it is waiting for the lock now
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
@@ -141,13 +155,27 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
 def test_shell_completion_is_typers(tmp_path):
     script = _patchkit("--show-completion", "bash")
     assert script.returncode == 0 and "_PATCHKIT_COMPLETE=complete_bash" in script.stdout
-    env = {**os.environ, "_PATCHKIT_COMPLETE": "complete_bash", "COMP_CWORD": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # fmt: skip
-    verbs = subprocess.run([sys.executable, "-m", "patchkit"], env={**env, "COMP_WORDS": "patchkit au"},
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    env = {
+        **os.environ,
+        "_PATCHKIT_COMPLETE": "complete_bash",
+        "COMP_CWORD": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    verbs = subprocess.run(
+        [sys.executable, "-m", "patchkit"],
+        env={**env, "COMP_WORDS": "patchkit au"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert verbs.stdout.split() == ["audit"]
-    options = subprocess.run([sys.executable, "-m", "patchkit"], capture_output=True, text=True, timeout=60,
-                             env={**env, "COMP_WORDS": "patchkit audit --con", "COMP_CWORD": "2"})  # fmt: skip
+    options = subprocess.run(
+        [sys.executable, "-m", "patchkit"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "COMP_WORDS": "patchkit audit --con", "COMP_CWORD": "2"},
+    )
     assert options.stdout.split() == ["--config"]  # the hidden alias is not offered
 
 
@@ -165,8 +193,9 @@ def test_one_name_for_the_config_file_everywhere():
 
 def test_the_alias_reads_the_same_file(tmp_path):
     missing = str(tmp_path / "none.toml")
-    by_alias, by_name = runner.invoke(app, ["checkout", "--pin", missing]), runner.invoke(
-        app, ["checkout", "--config", missing]
+    by_alias, by_name = (
+        runner.invoke(app, ["checkout", "--pin", missing]),
+        runner.invoke(app, ["checkout", "--config", missing]),
     )
     assert by_alias.exit_code == by_name.exit_code == 2
     assert by_alias.output == by_name.output and missing in by_name.output

@@ -19,6 +19,7 @@ _NEGATED = re.compile(
     re.I,
 )
 _STOPS = (".", "。", ":", "：", ";", "；", "!", "！", "?", "？")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])")
 _ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
 _FILE_MENTION = re.compile(
     r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|toml|yaml|yml|json|cu|cuh|cpp|h|sh))\b"
@@ -174,6 +175,9 @@ def _claimed_lines(text: str) -> list[str]:
             negated_section = False
         elif any(_NEGATED.search(line) for line in sentence):
             negated_section = negated_section or sentence[-1].rstrip().endswith((":", "："))
+            if not negated_section:  # a wrapped line may hold a claim and a negation, one each
+                joined = " ".join(line.strip() for line in sentence)
+                out += [s for s in _SENTENCE_END.split(joined) if s.strip() and not _NEGATED.search(s)]
         elif not negated_section:
             out += sentence
     return out
