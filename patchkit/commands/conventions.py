@@ -6,9 +6,7 @@ older ``--pin`` kept as a hidden alias), Ctrl-C as one line and exit 130."""
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -98,6 +96,8 @@ def _json_may_go_to_stdout(param: click.Option) -> None:
         value = given(ctx, p, value) if given else value
         if value is None or str(value) != STDOUT:
             return value
+        import tempfile  # only for --json -: tempfile costs start-up (it loads random)
+
         scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         ctx.call_on_close(lambda out=sys.stdout: _emit(scratch, out))
         ctx.with_resource(contextlib.redirect_stdout(sys.stderr))
@@ -109,6 +109,8 @@ def _json_may_go_to_stdout(param: click.Option) -> None:
 
 
 def _emit(scratch: Path, out) -> None:
+    import shutil
+
     try:
         record = scratch / "out.json"
         if record.is_file():
@@ -120,6 +122,8 @@ def _emit(scratch: Path, out) -> None:
 
 def shown(path: Path) -> str:
     """How a command names an output file it wrote: ``-`` (stdout) for the scratch file of ``--json -``."""
+    import tempfile
+
     stdout = path.name == "out.json" and path.parent.name.startswith(SCRATCH_PREFIX)
     return f"{STDOUT} (stdout)" if stdout and path.parent.parent == Path(tempfile.gettempdir()) else str(path)
 
