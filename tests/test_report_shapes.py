@@ -150,3 +150,15 @@ def test_a_negation_on_the_next_line_of_a_wrapped_sentence_is_no_claim():
     # a list item is its own line: the negation above it does not cover it
     listed = _message_findings("Nothing else is\nchanged.\n- adds vllm/envs.py\n")
     assert [f["message"]["params"]["name"] for f in listed] == ["vllm/envs.py"]
+
+
+def test_one_upgrade_sentence_for_the_variables_read_on_one_line_range():
+    names = [f"VLLM_ACME_TTL_P{n}" for n in (25, 50, 75, 90)]
+    new = "import os\n" + "".join(
+        f"{n[5:]} = int(os.getenv('{n}', '{60 * i}'))\n" for i, n in enumerate(names, 1)
+    )
+    text = lead(audit({"vllm/mod.py": ("import os\n", new)}))
+    upgrade = text.split("Before upgrading:")[1].split("Follow-ups:")[0]
+    assert upgrade.count("if you run with") == 1
+    assert all(f"`{n}` '{60 * i}'" in upgrade for i, n in enumerate(names, 1))
+    assert "(vllm/mod.py, lines 2–5)" in upgrade

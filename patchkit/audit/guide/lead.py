@@ -10,6 +10,7 @@ words.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -191,7 +192,10 @@ def readers(audit: PatchAudit | list[PatchAudit]) -> dict:
 
 # kinds whose sentences are said once for a run of findings in one file ("if you set any of X, Y, Z
 # yourself ..."), not once a finding; a run ends where the next finding is more than GROUP_SPAN lines on
-GROUPED_KINDS = ("forced-setting",)
+# kind -> the param that names the thing, and the message that names it with its value
+GROUPED = {"forced-setting": ("setting", "lead.setting-value", "value"),
+           "new-env-var": ("name", "lead.env-default", "default")}  # fmt: skip
+GROUPED_KINDS = tuple(GROUPED)
 GROUP_SPAN = 20
 
 
@@ -212,33 +216,49 @@ def _run_message(prefix: str, run: list[dict]) -> dict:
     """One sentence for a run: the finding's own when it is alone, else the kind's ``.many`` one."""
     if len(run) == 1:
         return message(f"{prefix}.{run[0]['kind']}", **_params(run[0]))
-    named = list(dict.fromkeys(str(_params(f).get("setting", "?")) for f in run))
-    settings = [message("lead.setting", setting=name) for name in named]
-    values = [message("lead.setting-value", setting=str(_params(f).get("setting", "?")),
-                      value=_params(f).get("value", "?")) for f in run]  # fmt: skip
+    what, key, value = GROUPED[run[0]["kind"]]
+    pairs = list(
+        dict.fromkeys((str(_params(f).get(what, "?")), _frozen(_params(f).get(value, "?"))) for f in run)
+    )
+    if len(pairs) == 1:  # one setting forced to one value, several times: one finding's sentence
+        return message(f"{prefix}.{run[0]['kind']}", **_params(run[0]))
+    settings = [message("lead.setting", setting=name) for name in dict.fromkeys(name for name, _ in pairs)]
+    values = [message(key, setting=name, value=_thawed(shown)) for name, shown in pairs]
     return message(f"{prefix}.{run[0]['kind']}.many", settings=settings, values=values, file=run[0]["file"],
-                   first=run[0]["line"], last=run[-1]["line"], count=len(run))  # fmt: skip
+                   first=run[0]["line"], last=run[-1]["line"], count=len(pairs))  # fmt: skip
+
+
+def _frozen(value):
+    """A param value as a dict key (a message is a dict)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+
+
+def _thawed(value):
+    return json.loads(value) if isinstance(value, str) and value.startswith("{") else value
 
 
 def _upgrade(findings: list[dict]) -> dict:
     rank = {k: i for i, k in enumerate(UPGRADE_KINDS)}
     items, seen = [], set()
+    no_default = message("env.no-default")
     ordered = sorted(
-        (f for f in findings if f["kind"] in rank), key=lambda f: (rank[f["kind"]], f["file"], f["line"])
-    )
+        (
+            f
+            for f in findings
+            if f["kind"] in rank
+            and not (f["kind"] == "new-env-var" and (_params(f).get("default") or {}) == no_default)
+        ),
+        key=lambda f: (rank[f["kind"]], f["file"], f["line"]),
+    )  # a variable with no default changes nothing for whoever does not export it
     for run in grouped(ordered):
         f = run[0]
+        key = (f["kind"], str(_params(f).get("name", _params(f).get("setting", ""))))
         if len(run) > 1:
             items.append(_run_message("upgrade", run))
-            seen.update((f["kind"], str(_params(g).get("setting", ""))) for g in run)
-            continue
-        params = _params(f)
-        key = (f["kind"], str(params.get("name", params.get("setting", ""))))
-        if f["kind"] == "new-env-var" and (params.get("default") or {}) == message("env.no-default"):
-            continue  # no default: nothing changes for whoever does not export it
-        if key not in seen:
+            seen.update((g["kind"], str(_params(g).get("name", _params(g).get("setting", "")))) for g in run)
+        elif key not in seen:
             seen.add(key)
-            items.append(message(f"upgrade.{f['kind']}", **params))
+            items.append(message(f"upgrade.{f['kind']}", **_params(f)))
     if not items:
         return message("lead.upgrade.none")
     more = len(items) - MAX_UPGRADE
