@@ -86,6 +86,17 @@ def test_quiet_and_verbose_change_what_a_command_prints(tmp_path):
     assert runner.invoke(app, ["-q", *args, "-v"]).output == normal.output
 
 
+def test_quiet_report_and_audit_print_the_result_only(tmp_path):
+    base, series = _series(tmp_path)
+    record = tmp_path / "a.json"
+    audited = runner.invoke(
+        app, ["-q", "audit", str(series), "--base", str(base), "--gates", "apply,dco", "--json", str(record)]
+    )
+    assert audited.exit_code == 0 and audited.output == f"verdict: ready; reports: {record}\n"
+    reported = runner.invoke(app, ["report", str(record), "-q", "--html", str(tmp_path / "a.html")])
+    assert reported.exit_code == 0 and reported.output == "verdict: ready\n"
+
+
 def _json_verbs() -> list[str]:
     return [verb for verb in VERBS if "--json" in _options(verb)]
 
