@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import click
 import typer
 
-from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted, json_target
+from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted, json_stdout, json_target
 
 # the choices every command validates alike (click refuses anything else with exit 2, naming them);
 # tests/test_cli_conventions.py checks they are the registry's, the catalogues' and apply's
@@ -91,7 +91,7 @@ def _write_error(json_out: Path, exc) -> None:
 
     record = {"ok": False, "error": exc.line(), "exit_code": exc.exit_code}
     if json_target(json_out) is None:  # --json - that the parser refused: stdout
-        print(json.dumps(record, indent=1))
+        print(json.dumps(record, indent=1), file=json_stdout())
         return
     try:
         json_out.parent.mkdir(parents=True, exist_ok=True)

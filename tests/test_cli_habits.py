@@ -238,3 +238,17 @@ def test_an_installed_vllm_is_not_taken_for_a_checkout(tmp_path):
     (site / "vllm-0.33.0.dist-info").mkdir()
     result = _patchkit("status", cwd=site / "vllm")
     assert result.returncode == 2 and "is an installed vllm: pass --target site-packages" in result.stderr
+
+
+def test_a_verb_with_subcommands_gets_the_habits_too():
+    """A later verb built as a group of its own (``patchkit edit absorb ...``) is adopted whole."""
+    import click
+
+    from patchkit.commands.conventions import Conventions
+
+    leaf = click.Command("absorb", params=[click.Option(["--pin"]), click.Option(["--json"], help="w")])
+    group = Conventions(commands={"edit": click.Group("edit", commands={"absorb": leaf})})
+    absorb = group.commands["edit"].commands["absorb"]
+    opts = {o for p in absorb.params for o in getattr(p, "opts", [])}
+    assert {"--config", "--pin", "-q", "-v"} <= opts
+    assert next(p for p in absorb.params if "--json" in p.opts).help.endswith("('-': stdout)")

@@ -35,6 +35,8 @@ class Conventions(TyperGroup):
 
 
 def adopt(command: click.Command) -> None:
+    for sub in command.commands.values() if isinstance(command, click.Group) else ():
+        adopt(sub)  # a verb with subcommands of its own: each of them too
     for param in command.params:
         if not isinstance(param, click.Option):
             continue
@@ -99,6 +101,7 @@ def _json_may_go_to_stdout(param: click.Option) -> None:
         import tempfile  # only for --json -: tempfile costs start-up (it loads random)
 
         scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+        _REAL_STDOUT.append(sys.stdout)
         ctx.call_on_close(lambda out=sys.stdout: _emit(scratch, out))
         ctx.with_resource(contextlib.redirect_stdout(sys.stderr))
         return scratch / "out.json"
@@ -106,6 +109,15 @@ def _json_may_go_to_stdout(param: click.Option) -> None:
     param.callback = callback
     if param.help and STDOUT_HELP not in param.help:
         param.help += STDOUT_HELP
+
+
+_REAL_STDOUT: list = []  # the stdout a --json - callback moved the human lines away from
+
+
+def json_stdout():
+    """Where ``--json -`` writes: the real stdout, also when the parser stopped before the command
+    ran (click then never closes the context that moved stdout to stderr)."""
+    return _REAL_STDOUT[-1] if _REAL_STDOUT else sys.stdout
 
 
 def _emit(scratch: Path, out) -> None:
