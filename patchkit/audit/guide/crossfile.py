@@ -173,10 +173,9 @@ def _claimed_lines(text: str) -> list[str]:
     for sentence in _sentences(text.splitlines()):
         if not sentence[0].strip():
             negated_section = False
-        elif any(_NEGATED.search(line) for line in sentence):
+        elif _NEGATED.search(joined := " ".join(line.strip() for line in sentence)):  # "is not\ntouched" too
             negated_section = negated_section or sentence[-1].rstrip().endswith((":", "："))
             if not negated_section:  # a wrapped line may hold a claim and a negation, one each
-                joined = " ".join(line.strip() for line in sentence)
                 out += [s for s in _SENTENCE_END.split(joined) if s.strip() and not _NEGATED.search(s)]
         elif not negated_section:
             out += sentence
