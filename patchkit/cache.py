@@ -11,6 +11,7 @@ Layout under ``cache_root()``::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
@@ -19,6 +20,8 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -73,11 +76,31 @@ def _owner_file(path: Path) -> Path:
 
 
 def lock_owner(path: Path) -> str:
-    """Who holds the lock ``path``, as its holder wrote it ("pid 123: patchkit audit ...")."""
+    """Who holds the lock ``path``, from what its holder wrote ("pid 123 (thread T): patchkit audit");
+    "this run" when that is this very process (another of its threads)."""
     try:
-        return _owner_file(path).read_text("utf-8").strip() or "an unknown process"
+        text = _owner_file(path).read_text("utf-8").strip()
     except OSError:
+        text = ""
+    match = re.match(r"pid (\d+)(?: \(thread ([^)]*)\))?: ", text)
+    if match is None:
         return "an unknown process"
+    if int(match.group(1)) == os.getpid():
+        thread = match.group(2)
+        return f"this run: another of its threads{f' ({thread})' if thread else ''}"
+    if not _alive(int(match.group(1))):  # a holder that died released the lock: who has it now is unknown
+        return "an unknown process"
+    return text
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
 
 
 @contextlib.contextmanager
@@ -94,7 +117,8 @@ def file_lock(path: Path) -> Iterator[None]:
         lock.acquire()
     try:
         with contextlib.suppress(OSError):  # only for the message of whoever waits
-            _owner_file(path).write_text(f"pid {os.getpid()}: {' '.join(sys.argv)}\n", encoding="utf-8")
+            holder = f"pid {os.getpid()} (thread {threading.current_thread().name}): {' '.join(sys.argv)}"
+            _owner_file(path).write_text(holder + "\n", encoding="utf-8")
         yield
     finally:
         with contextlib.suppress(OSError):
@@ -161,3 +185,71 @@ def put_json(kind: str, key: str, obj: Any) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+# --------------------------------------------------------------------------- what the cache holds
+
+_RESULT = re.compile(r"(?P<key>[^.]+)\.(?P<code>.+-[0-9a-f]{16})\.json")
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One thing the cache holds: an entry directory, a cached result, or a leftover of a build."""
+
+    kind: str
+    name: str
+    path: Path
+    size: int  # bytes, links not followed
+    mtime: float  # when it was last written
+    code: str | None  # the code_identity() a result belongs to; None: an entry keyed by its content
+    leftover: bool = False  # a build that never finished (.tmp-*) or a lock no one holds
+
+    @property
+    def stale(self) -> bool:
+        """Of no use to this patchkit: another version's (or code's) result, or a leftover."""
+        return self.leftover or (self.code is not None and self.code != code_identity())
+
+
+LEFTOVER_AGE = 86400.0  # a .tmp-* build this old was interrupted (builds take minutes, not a day)
+
+
+def entries() -> list[Entry]:
+    """Everything under ``cache_root()``, kind by kind, in name order (locks are not entries)."""
+    root = cache_root()
+    found: list[Entry] = []
+    for kind_dir in sorted(root.iterdir()) if root.is_dir() else []:
+        if not kind_dir.is_dir() or kind_dir.is_symlink():
+            continue
+        for path in sorted(kind_dir.iterdir()):
+            if not path.name.endswith((".lock", ".lock.owner")):
+                found.append(_entry(kind_dir.name, path))
+    return found
+
+
+def _entry(kind: str, path: Path) -> Entry:
+    mtime = path.lstat().st_mtime
+    match = _RESULT.fullmatch(path.name)
+    leftover = path.name.startswith(".tmp-") and time.time() - mtime > LEFTOVER_AGE
+    return Entry(kind, path.name, path, _size(path), mtime, match and match.group("code"), leftover)
+
+
+def _size(path: Path) -> int:
+    if path.is_symlink() or not path.is_dir():
+        return path.lstat().st_size
+    total = 0
+    for top, dirs, files in os.walk(path):
+        for name in files + dirs:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(top, name)).st_size
+    return total
+
+
+def remove(entry: Entry) -> None:
+    """Delete ``entry``: a directory under its entry lock (a builder never loses half of one)."""
+    if not entry.path.is_dir() or entry.path.is_symlink():
+        entry.path.unlink(missing_ok=True)
+    elif entry.name.startswith(".") or not _NAME.fullmatch(entry.name):
+        shutil.rmtree(entry.path, ignore_errors=True)  # a leftover build: nobody locks it by name
+    else:
+        with entry_lock(entry.kind, entry.name):
+            shutil.rmtree(entry.path, ignore_errors=True)

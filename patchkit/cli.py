@@ -9,6 +9,8 @@ from typing import Annotated, Optional
 import click
 import typer
 
+from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted, json_stdout, json_target
+
 # the choices every command validates alike (click refuses anything else with exit 2, naming them);
 # tests/test_cli_conventions.py checks they are the registry's, the catalogues' and apply's
 GATE_NAMES = ("apply", "ruff", "imports", "dco", "tests")
@@ -16,7 +18,8 @@ LANGS = ("en", "zh")
 TARGETS = ("checkout", "site-packages")
 
 app = typer.Typer(
-    add_completion=False,
+    cls=Conventions,  # -h, -q/-v, --json -, --config, Ctrl-C: every command alike (commands/conventions.py)
+    context_settings={"help_option_names": HELP_OPTIONS},
     no_args_is_help=True,
     help="Split, apply and audit downstream patch sets for vLLM.",
     pretty_exceptions_enable=False,
@@ -26,19 +29,31 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from patchkit import __version__
 
-        print(f"patchkit {version('patchkit')}")
+        print(f"patchkit {__version__}")
         raise typer.Exit(0)
+
+
+_QUIET = typer.Option("-q", "--quiet", count=True, show_default=False, help="print less (every command)")
+_VERBOSE = typer.Option("-v", "--verbose", count=True, show_default=False, help="print more (every command)")
+# the project's patchkit.toml (or a pin file of its form); conventions.py keeps --pin as its alias
+_CONFIG = typer.Option("--config", help="patchkit.toml whose [target] is the base")
 
 
 @app.callback()
 def _main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+        bool,
+        typer.Option("-V", "--version", callback=_version, is_eager=True, help="print the version and exit"),
     ] = False,
+    quiet: Annotated[int, _QUIET] = 0,
+    verbose: Annotated[int, _VERBOSE] = 0,
 ) -> None:
     """Split, apply and audit downstream patch sets for vLLM."""
+    from patchkit.console import set_verbosity
+
+    set_verbosity(verbose - quiet)  # a command's own -q/-v add to this
 
 
 def _gate_list(text: str | None) -> str | None:
@@ -60,6 +75,8 @@ def _run(fn, *args, json_out: Path | None = None) -> None:
 
     try:
         code = fn(*args)
+    except KeyboardInterrupt:
+        raise typer.Exit(interrupted()) from None
     except UserError as exc:
         print(f"patchkit: error: {exc.line()}", file=sys.stderr)
         # an error about the JSON file itself (e.g. a full disk) keeps its previous version
@@ -73,6 +90,9 @@ def _write_error(json_out: Path, exc) -> None:
     import json
 
     record = {"ok": False, "error": exc.line(), "exit_code": exc.exit_code}
+    if json_target(json_out) is None:  # --json - that the parser refused: stdout
+        print(json.dumps(record, indent=1), file=json_stdout())
+        return
     try:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -84,7 +104,7 @@ def _write_error(json_out: Path, exc) -> None:
 def split(
     replays: Annotated[list[Path], typer.Argument(help="mbox / format-patch / diff files, in order")],
     base: Annotated[Optional[Path], typer.Option(help="base source tree (git or not)")] = None,
-    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml whose [target] is the base")] = None,
+    pin: Annotated[Optional[Path], _CONFIG] = None,
     rules: Annotated[Optional[Path], typer.Option(help="domains.toml (default: vLLM rules)")] = None,
     out: Annotated[Path, typer.Option(help="directory for series, patches, split.json")] = Path("split-out"),
     explain: Annotated[bool, typer.Option("--explain", help="print hunk -> domain -> rule")] = False,
@@ -197,7 +217,7 @@ def status(
 
 @app.command()
 def checkout(
-    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml or pin file with [target]")] = None,
+    pin: Annotated[Optional[Path], _CONFIG] = None,
     dest: Annotated[Optional[Path], typer.Option(help="copy the prepared base here")] = None,
 ) -> None:
     """Prepare the pinned base tree and print its path."""
@@ -228,7 +248,7 @@ def pin(
 @app.command()
 def audit(
     series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
-    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml whose [target] is the base")] = None,
+    pin: Annotated[Optional[Path], _CONFIG] = None,
     base: Annotated[Optional[Path], typer.Option(help="base source tree (git or not)")] = None,
     gates: Annotated[
         Optional[str], typer.Option(callback=_gate_list, help="comma list of apply,ruff,dco,tests")
@@ -303,23 +323,44 @@ def wheel(
          json_out=json_out)  # fmt: skip
 
 
+@app.command("cache")
+def cache_(
+    prune: Annotated[
+        bool,
+        typer.Option("--prune", help="remove what is of no use to this patchkit (other versions' results)"),
+    ] = False,
+    older_than: Annotated[
+        Optional[str], typer.Option(help="prune entries last written longer ago than this (30d, 12h, 2w)")
+    ] = None,
+    everything: Annotated[bool, typer.Option("--all", help="prune every entry")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="say what pruning would remove, remove nothing")
+    ] = False,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the listing as JSON")] = None,
+) -> None:
+    """Show what the cache holds (entries, sizes, which patchkit they belong to) and prune it."""
+    from patchkit.commands import cache as command
+
+    _run(command.run, prune, older_than, everything, dry_run, json_out, json_out=json_out)
+
+
 def main() -> None:
     """Run the CLI; a usage error (a bad choice, a missing argument) is written to ``--json F`` too."""
     # typer inspects the signature of every registered command at each start: when the command
     # line names one, register only that one (``patchkit --help`` still lists them all)
-    named = [c for c in app.registered_commands if len(sys.argv) > 1 and _command_name(c) == sys.argv[1]]
+    verb = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    named = [c for c in app.registered_commands if _command_name(c) == verb]
     everything = list(app.registered_commands)
     app.registered_commands[:] = named or everything
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="patchkit")
     except click.UsageError as exc:
         exc.show()
         if (json_out := _json_option(sys.argv[1:])) is not None:
             _write_error(json_out, _UsageLine(exc))
         sys.exit(exc.exit_code)
-    except click.Abort:
-        print("Aborted!", file=sys.stderr)
-        sys.exit(1)
+    except (click.Abort, KeyboardInterrupt):  # Ctrl-C outside a command's own run
+        sys.exit(interrupted())
     finally:  # in-process callers (tests) keep the whole app
         app.registered_commands[:] = everything
     sys.exit(code if isinstance(code, int) else 0)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.console import rich_console
+from patchkit.console import rich_console, verbosity
 
 if TYPE_CHECKING:
     from patchkit.diff.model import Replay
@@ -25,7 +25,15 @@ def error(message: str) -> None:
 
 
 def info(message: str) -> None:
-    print(message)
+    """A line of what the command did (``-q`` drops it)."""
+    if verbosity() >= 0:
+        print(message)
+
+
+def detail(message: str) -> None:
+    """A line only ``-v`` asks for."""
+    if verbosity() > 0:
+        print(message)
 
 
 def table(headers: list[str], rows: list[list[str]], title: str | None = None) -> str:
@@ -41,6 +49,31 @@ def table(headers: list[str], rows: list[list[str]], title: str | None = None) -
     return "\n".join(out)
 
 
+SOURCES_WIDTH = 40  # characters of the "sources" cell; past it, the first ranges and a count
+
+
+def source_ranges(numbers: list[int], width: int = SOURCES_WIDTH) -> str:
+    """1,3,4,5,9 -> "1,3-5,9"; a cell longer than ``width`` keeps its first ranges and says how many
+    commits there are in all ("1-3,5,7-9,… (82 commits)"), so the table keeps its layout."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    parts = [str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs]
+    text = ",".join(parts)
+    if len(text) <= width:
+        return text
+    tail = f",… ({len(set(numbers))} commits)"
+    kept = []
+    for part in parts:
+        if len(",".join([*kept, part])) + len(tail) > width:
+            break
+        kept.append(part)
+    return ",".join(kept) + tail
+
+
 def split_summary(series: Series, replay: Replay, out: Path, seconds: float, explain: bool) -> None:
     commits = [c for c in replay.commits if c is not None]
     hunks = sum(len(fp.hunks) for p in replay.patches for fp in p.files)
@@ -53,7 +86,7 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
         added = sum(fp.added for fp in sp.files)
         removed = sum(fp.removed for fp in sp.files)
         rows.append([str(sp.number), sp.filename, str(len(sp.files)), f"+{added}/-{removed}",
-                     ",".join(str(c + 1) for c in sp.source_commits),
+                     source_ranges([c + 1 for c in sp.source_commits]),
                      ", ".join(sp.depends_on) or "-"])  # fmt: skip
     info(table(["#", "patch", "files", "+/-", "sources", "needs"], rows, title=f"series in {out}"))
     for warning in series.warnings:

@@ -133,5 +133,42 @@ def test_waiting_for_the_cache_lock_says_who_holds_it(cache_dir, capfd):
     err = capfd.readouterr().err
     assert waited > 0.5
     assert (
-        f"waiting for the cache lock {cache_dir / 'base' / '.k.lock'} (held by pid {holder.pid}: -c)" in err
+        f"waiting for the cache lock {cache_dir / 'base' / '.k.lock'} "
+        f"(held by pid {holder.pid} (thread MainThread): -c)" in err
     )
+
+
+def test_a_wait_for_a_lock_this_run_holds_says_this_run(cache_dir, capfd):
+    """The cold main job's threads wait for each other's builds: the holder is "this run", not the
+    process's own pid as if it were somebody else."""
+    import os
+    import threading
+
+    from patchkit import cache
+
+    held, release = threading.Event(), threading.Event()
+
+    def builder() -> None:
+        with cache.entry_lock("testenv", "k"):
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=builder, name="gate-tests-1")
+    thread.start()
+    assert held.wait(30)
+    threading.Timer(0.5, release.set).start()
+    with cache.entry_lock("testenv", "k"):
+        pass
+    thread.join(30)
+    err = capfd.readouterr().err
+    assert "(held by this run: another of its threads (gate-tests-1))" in err
+    assert f"pid {os.getpid()}" not in err
+
+
+def test_a_holder_that_died_is_not_named(cache_dir):
+    from patchkit import cache
+
+    lock = cache_dir / "base" / ".k.lock"
+    lock.parent.mkdir(parents=True)
+    (lock.parent / ".k.lock.owner").write_text("pid 999999999 (thread MainThread): patchkit audit\n")
+    assert cache.lock_owner(lock) == "an unknown process"

@@ -141,7 +141,9 @@ def test_upgrade_advice_skips_opt_in_variables_but_keeps_fallbacks():
     new = "import os\nA = os.getenv('VLLM_OPT_IN')\nB = os.getenv('VLLM_NEW', os.getenv('VLLM_OLD', '1'))\n"
     text = lead(audit({MOD: ("import os\n", new)}))
     assert "VLLM_OPT_IN" not in text.split("Before upgrading:")[1].split("Follow-ups:")[0]
-    assert "if you run with `VLLM_NEW` unset" in text
+    upgrade = text.split("Before upgrading:")[1].split("Follow-ups:")[0]
+    # VLLM_NEW and its fallback VLLM_OLD, read on one line: one sentence names both
+    assert "if you run with any of `VLLM_NEW`, `VLLM_OLD` unset" in upgrade
 
 
 def test_a_large_change_without_high_findings_is_still_a_close_read():

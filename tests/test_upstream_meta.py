@@ -128,6 +128,48 @@ def test_codeowners_last_match_wins_and_patterns_follow_gitignore() -> None:
     assert owners_of("vllm/configs.py", rules) is None  # a directory is not a prefix of a name
 
 
+# the examples of GitHub's "About code owners" page, each with what GitHub says it means
+GITHUB_RULES = """\
+*       @global-owner1 @global-owner2
+*.js    @js-owner #This is an inline comment.
+docs/*  @doctocat
+apps/ @octocat
+/scripts/ @doctocat
+**/logs @octocat
+/apps/ @octocat
+/apps/github
+/build/logs/ @doctocat
+path\\ with\\ spaces/ @space-owner
+!docs/legal.md @nobody
+[Ss]pecial.md @range-owner
+\\#hash @hash-owner
+"""
+
+
+def test_codeowners_follows_githubs_documented_rules() -> None:
+    rules = parse_codeowners(GITHUB_RULES)
+    owner = lambda path: (rule.owners, rule.line) if (rule := owners_of(path, rules)) else None  # noqa: E731
+    assert owner("src/main.py") == (("@global-owner1", "@global-owner2"), 1)
+    assert owner("web/app.js") == (("@js-owner",), 2)  # the inline comment is no owner
+    assert owner("docs/getting-started.md") == (("@doctocat",), 3)
+    # "docs/*" owns only the direct children of docs/: a nested file falls back to the earlier "*"
+    assert owner("docs/build-app/troubleshooting.md") == (("@global-owner1", "@global-owner2"), 1)
+    assert owner("x/apps/y.py") == (("@octocat",), 4)  # "apps/" anywhere in the tree
+    assert owner("scripts/run.sh") == (("@doctocat",), 5) and owner("x/scripts/run.sh")[1] == 1
+    assert owner("a/b/logs/x.txt") == (("@octocat",), 6)
+    assert owner("apps/github/x.py") == ((), 8)  # the last match has no owners: nobody in particular
+    assert owner("build/logs/x.txt") == (("@doctocat",), 9)
+    assert owner("path with spaces/readme.md") == (("@space-owner",), 10)  # an escaped space
+    # no negation, no character ranges, no \# escape on GitHub: those lines decide nothing, and say so
+    assert owner("docs/legal.md") == (("@doctocat",), 3)
+    assert owner("Special.md") == (("@global-owner1", "@global-owner2"), 1)
+    assert [(u.line, u.why) for u in rules.unsupported] == [
+        (11, "negation"),
+        (12, "character range"),
+        (13, "escaped #"),
+    ]
+
+
 AREA = """\
 group: Spec Decode
 steps:

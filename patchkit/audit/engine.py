@@ -21,7 +21,7 @@ from typing import Any
 
 from patchkit import cache
 from patchkit.audit import guide
-from patchkit.audit.focus import focused_tests, patch_labels, patch_reviewers
+from patchkit.audit.focus import focused_tests, patch_labels, patch_owner_lines, patch_reviewers
 from patchkit.audit.gates import (
     NOT_APPLIED,
     GateContext,
@@ -259,13 +259,13 @@ def run_audit(
                 options.progress(ProgressEvent(kind, patch.name, numbers[patch.name], len(chosen), **data))
 
         pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options, tell)
+        _upstream_view(pa, patch, meta)  # before the lead: the patch's readers are the series lead's source
+        pa.guide = guide.finish(pa)  # the gates' findings (ruff F821, imports) and the lead paragraph
         tell("patch-done", status=pa.verdict)
         return pa
 
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         audits = list(pool.map(audit_one, chosen))
-    for audit, patch in zip(audits, chosen):
-        _upstream_view(audit, patch, meta)
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
            "series_patches": [p.name for p in patches], "upstream_missing": meta.missing,
            "optional_gates": list(options.optional)}  # fmt: skip
@@ -310,6 +310,7 @@ def _upstream_view(audit: PatchAudit, patch: PatchUnderAudit, meta: UpstreamMeta
     paths = sorted(patch.touched)
     audit.labels = patch_labels(paths, meta.labels)
     audit.reviewers = patch_reviewers(paths, meta.owners)
+    audit.owner_lines = patch_owner_lines(paths, meta.owners)
     audit.focused_tests = list(patch.focused)
 
 
@@ -352,7 +353,6 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         diff=render_diff(patch.changed_files),
         guide=_guide(patch, earlier, trees, base_hash, options.use_cache),
     )
-    audit.guide = guide.finish(audit)  # the gates' findings (ruff F821, imports) and the lead paragraph
     return audit
 
 

@@ -28,6 +28,14 @@ def patch_reviewers(paths: list[str], rules: list[OwnerRule]) -> list[str]:
     return [owner for owner, _ in counts.most_common()]
 
 
+def patch_owner_lines(paths: list[str], rules: list[OwnerRule]) -> list[dict]:
+    """The CODEOWNERS lines that decide the files (those that name owners), the most files first."""
+    decided = Counter(rule for path in paths if (rule := owners_of(path, rules)) and rule.owners)
+    ranked = sorted(decided.items(), key=lambda item: (-item[1], item[0].line))
+    return [{"line": rule.line, "pattern": rule.pattern, "owners": list(rule.owners), "files": count}
+            for rule, count in ranked]  # fmt: skip
+
+
 def focused_tests(
     paths: list[str],
     steps: list[CiStep],

@@ -92,6 +92,8 @@ class PatchAudit(JsonMixin):
     reason_messages: list[Message] = field(default_factory=list)  # ``reasons`` for the catalogues, same order
     labels: list[str] = field(default_factory=list)  # vLLM's mergify labels its files earn
     reviewers: list[str] = field(default_factory=list)  # CODEOWNERS of its files, most files first
+    # the CODEOWNERS lines that decided its files: {"line", "pattern", "owners", "files"}, most files first
+    owner_lines: list[dict[str, Any]] = field(default_factory=list)
     focused_tests: list[FocusedTest] = field(default_factory=list)  # from upstream CI steps
 
 

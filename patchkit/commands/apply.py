@@ -30,16 +30,28 @@ def resolve_target(
     if kind not in TARGETS:
         raise UserError(f"--target must be one of {', '.join(TARGETS)}, got {kind!r}")
     if kind == "checkout":
-        if path is None:
-            raise UserError("--target checkout needs --path DIR")
         if python or site_packages:
             raise UserError("--python / --site-packages go with --target site-packages")
-        return apply.checkout_target(path)
+        return apply.checkout_target(path if path is not None else checkout_here(Path.cwd()))
     if path is not None:
         raise UserError("--path goes with --target checkout")
     if python and site_packages:
         raise UserError("give --python or --site-packages, not both")
     return apply.site_packages_target(python, site_packages)
+
+
+def checkout_here(cwd: Path) -> Path:
+    """The checkout ``--path`` defaults to: the nearest directory at or above ``cwd`` that holds a vLLM
+    source tree (``vllm/__init__.py``) or a series patchkit applied (its state dir). An installed
+    ``vllm`` (a ``*.dist-info`` beside it) is no checkout; nothing found is an error, never a guess."""
+    for here in (cwd, *cwd.parents):
+        applied = (here / ".git" / "patchkit").is_dir() or (here / ".patchkit").is_dir()
+        if applied or (here / "vllm" / "__init__.py").is_file():
+            if any(here.glob("vllm-*.dist-info")):
+                raise UserError(f"{here} is an installed vllm: pass --target site-packages "
+                                f"--site-packages {here}")  # fmt: skip
+            return here
+    raise UserError(f"--target checkout needs --path DIR (no vLLM checkout at or above {cwd})")
 
 
 def recover_note(target: apply.Target) -> None:
@@ -212,3 +224,4 @@ def _files(plan: apply.Plan) -> list[dict]:
 def _print_files(plan: apply.Plan) -> None:
     for item in _files(plan):
         output.info(f"  {item['change']:<8} {item['path']}")
+        output.detail(f"           sha256 {item['pre_sha256'] or '-'} -> {item['post_sha256'] or '-'}")

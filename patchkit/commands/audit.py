@@ -17,8 +17,10 @@ from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
 from patchkit.base.tree import BaseTree
+from patchkit.commands.conventions import shown
 from patchkit.commands.progress import AuditProgress
 from patchkit.config import ProjectConfig, load_config, owns_series, project_config
+from patchkit.console import verbosity
 from patchkit.errors import UserError
 from patchkit.report import render_all
 from patchkit.report.words import fill_words
@@ -79,7 +81,7 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
     result.stages = [s.to_dict() for s in timing.stages()]
     written = write_reports(result, outputs.resolved(), lang)
     _print_summary(result, written, time.perf_counter() - started)
-    if timing.was_cold(timing.stages()):
+    if timing.was_cold(timing.stages()) or verbosity() > 0:
         _print_stages(timing.stages())
     return exit_code(result)
 
@@ -107,11 +109,11 @@ def _optional(text: str | None, config: ProjectConfig) -> list[str]:
 def _base(
     base: Path | None, pin_file: Path | None, config: ProjectConfig, series_dir: Path
 ) -> tuple[BaseTree, Pin]:
-    """--base, else --pin, else the project's pin for its own series, else the series' split.json pin."""
+    """--base, else --config, else the project's pin for its own series, else the series' split.json pin."""
     from patchkit.base.pin import prepare_base, tree_hash
 
     if base is not None and pin_file is not None:
-        raise UserError("give --base or --pin, not both")
+        raise UserError("give --base or --config, not both")
     if base is not None:
         tree = BaseTree(base)
         return tree, Pin(source="path", path=str(tree.root), tree_hash=tree_hash(tree.root))
@@ -119,7 +121,7 @@ def _base(
     pin = config.target if own_series or pin_file else _series_pin(series_dir)
     if pin is None:
         raise UserError(
-            "no base: pass --base DIR or --pin patchkit.toml (the series is not this project's own "
+            "no base: pass --base DIR or --config patchkit.toml (the series is not this project's own "
             "[series].dir, and its split.json names no usable base)"
         )
     return BaseTree(prepare_base(pin)), pin
@@ -187,6 +189,10 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
     from patchkit.report.terminal import STYLE
 
     console = Console(highlight=False, soft_wrap=True)
+    reports = ", ".join(map(shown, written))
+    if verbosity() < 0:  # -q: the result only
+        console.print(f"verdict: {result.verdict}; reports: {reports}", markup=False)
+        return
     gates = [g.gate for g in result.patches[0].gates] if result.patches else []
     table = Table(
         title=f"audit of {result.series_dir}" + (f" (shard {result.shard})" if result.shard else "")
@@ -205,7 +211,7 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
         if pa.verdict != "ready" or any(g.status == "could-not-run" for g in pa.gates):
             for reason in pa.reasons:
                 console.print(f"{pa.patch}: {pa.verdict}: {reason}", markup=False)
-    console.print(f"verdict: {result.verdict}; reports: {', '.join(map(str, written))}; {seconds:.1f} s",
+    console.print(f"verdict: {result.verdict}; reports: {reports}; {seconds:.1f} s",
                   markup=False)  # fmt: skip
 
 

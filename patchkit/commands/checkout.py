@@ -13,6 +13,6 @@ def run(pin_file: Path | None, dest: Path | None) -> int:
 
     config = pin_file or find_project_config()
     if config is None:
-        raise UserError("no pin: pass --pin FILE (no patchkit.toml found from here up)")
+        raise UserError("no pin: pass --config FILE (no patchkit.toml found from here up)")
     print(checkout(load_pin(config), dest))
     return EXIT_OK

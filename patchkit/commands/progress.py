@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from patchkit.audit.model import ProgressEvent
+from patchkit.console import verbosity
 
 PLAIN_EVERY = 20.0  # seconds between two plain pytest count lines of one run
 
@@ -51,6 +52,8 @@ class AuditProgress:
             self.live.stop()
 
     def line(self, text: str) -> None:
+        if verbosity() < 0:  # -q
+            return
         stamp = f"[{_clock(time.monotonic() - self.started)}]"
         if self.live is not None:
             self.live.console.print(f"{stamp} {text}", markup=False, highlight=False)

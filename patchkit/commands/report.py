@@ -7,6 +7,7 @@ from pathlib import Path
 
 from patchkit.audit.engine import exit_code, merge_results
 from patchkit.audit.model import AuditResult
+from patchkit.console import verbosity
 from patchkit.errors import UserError
 from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
@@ -19,7 +20,10 @@ def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | N
         raise UserError(f"unknown language {lang!r} (choose from {', '.join(LANGS)})")
     merged = merge([load(path) for path in results])
     render_all(merged, html=html, md=md, junit=junit, lang=lang)
-    print_summary(merged, lang)
+    if verbosity() >= 0:
+        print_summary(merged, lang)
+    else:  # -q: the result only
+        print(f"verdict: {merged.verdict}")
     return exit_code(merged)
 
 

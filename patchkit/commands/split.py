@@ -31,9 +31,9 @@ from patchkit.values import Pin
 
 
 def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pin]:
-    """The base tree from ``--base DIR`` or from a pin (``--pin patchkit.toml``)."""
+    """The base tree from ``--base DIR`` or from a pin (``--config patchkit.toml``)."""
     if base is not None and pin_file is not None:
-        raise UserError("give --base or --pin, not both")
+        raise UserError("give --base or --config, not both")
     if base is not None:
         return BaseTree(base), Pin(source="path", path=str(base.resolve()))
     from patchkit.base.pin import prepare_base
@@ -41,7 +41,7 @@ def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pi
 
     config_path = pin_file or find_project_config(Path.cwd())
     if config_path is None:
-        raise UserError("no base: pass --base DIR or --pin patchkit.toml (none found from here up)")
+        raise UserError("no base: pass --base DIR or --config patchkit.toml (none found from here up)")
     pin = load_pin(config_path)
     return BaseTree(prepare_base(pin)), pin
 

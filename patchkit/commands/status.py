@@ -19,6 +19,7 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
         site_packages: Path | None, json_out: Path | None, lock_timeout: float) -> int:  # fmt: skip
     target = resolve_target(kind, path, python, site_packages)
     output.info(f"target: {target.describe()}")
+    output.detail(f"state dir: {target.state_dir}{'' if target.state_dir.exists() else ' (none yet)'}")
     # nothing ever applied here: read-only, and no state dir is created (a reversed target stays clean)
     lock = (target_lock(target.state_dir, lock_timeout, target.describe()) if target.state_dir.exists()
             else contextlib.nullcontext())  # fmt: skip
@@ -59,6 +60,8 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
     report["problems"] = problems
     for problem in problems:
         output.error(f"drift: {problem}")
+    for rel, sha in sorted(((state or {}).get("files") or {}).items()):
+        output.detail(f"  {rel} sha256 {sha.get('post') or '(removed)'}")
     if state is not None and not problems:
         output.info(f"consistent: all {len(state['files'])} recorded file(s) match their applied sha256")
     if json_out is not None:

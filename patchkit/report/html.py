@@ -82,11 +82,40 @@ def render_html(result: AuditResult, lang: str) -> str:
             labels=dict(sorted(labels.items())),
             counts=counts,
             base=_pin_text(result),
+            environment=environment_rows(result.environment, t("list.sep", lang), t("ui.none", lang)),
             series_lead=_text((result.guide or {}).get("lead"), lang),
             graph=Markup(series_graph(result, t("ui.graph", lang), _verdict_words(lang))),
             grid=Markup(label_grid(result, t("ui.labels_grid", lang))),
         )
     )
+
+
+def environment_rows(env: Any, sep: str, none: str, depth: int = 0) -> list[tuple[str, str, list]]:
+    """The record's environment as (key, text, rows) for a definition list: a list is its items
+    joined, a table is rows of its own (one level; deeper ones as ``a.b`` keys), never a Python repr."""
+    if not isinstance(env, Mapping):
+        return []
+    rows = []
+    for key, value in sorted(env.items(), key=lambda kv: str(kv[0])):
+        if isinstance(value, Mapping) and depth == 0:
+            rows.append((str(key), "", environment_rows(value, sep, none, 1) or [("-", none, [])]))
+        elif isinstance(value, Mapping):
+            rows += [(f"{key}.{k}", v, r) for k, v, r in environment_rows(value, sep, none, depth)]
+        else:
+            rows.append((str(key), _value_text(value, sep, none), []))
+    return rows
+
+
+def _value_text(value: Any, sep: str, none: str) -> str:
+    if value is None or value == [] or value == "":
+        return none
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as the JSON record says it
+    if isinstance(value, (list, tuple)):
+        return sep.join(_value_text(v, sep, none) for v in value)
+    if isinstance(value, Mapping):
+        return sep.join(f"{k} {_value_text(v, sep, none)}" for k, v in value.items())
+    return str(value)
 
 
 def _verdict_words(lang: str) -> dict[str, str]:

@@ -169,7 +169,9 @@ def _upstream_lines(p: PatchAudit, lang: str) -> list[str]:
     colon, sep = t("punct.colon", lang), t("list.sep", lang)
     out = []
     if p.reviewers:
-        out.append(f"- {t('ui.reviewers', lang)}{colon}{sep.join(_cell(r) for r in p.reviewers[:12])}")
+        lines = [t("ui.reviewers.line", lang, line=o["line"]) for o in p.owner_lines[:3] if "line" in o]
+        shown = f" ({sep.join(lines)})" if lines else ""
+        out.append(f"- {t('ui.reviewers', lang)}{colon}{sep.join(_cell(r) for r in p.reviewers[:12])}{shown}")
     for test in p.focused_tests:
         step = test.steps[0]
         where = t("ui.focused.runs-on", lang, device=test.accelerator) if test.accelerator else ""

@@ -19,6 +19,7 @@ _NEGATED = re.compile(
     re.I,
 )
 _STOPS = (".", "。", ":", "：", ";", "；", "!", "！", "?", "？")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])")
 _ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
 _FILE_MENTION = re.compile(
     r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|toml|yaml|yml|json|cu|cuh|cpp|h|sh))\b"
@@ -172,8 +173,10 @@ def _claimed_lines(text: str) -> list[str]:
     for sentence in _sentences(text.splitlines()):
         if not sentence[0].strip():
             negated_section = False
-        elif any(_NEGATED.search(line) for line in sentence):
+        elif _NEGATED.search(joined := " ".join(line.strip() for line in sentence)):  # "is not\ntouched" too
             negated_section = negated_section or sentence[-1].rstrip().endswith((":", "："))
+            if not negated_section:  # a wrapped line may hold a claim and a negation, one each
+                out += [s for s in _SENTENCE_END.split(joined) if s.strip() and not _NEGATED.search(s)]
         elif not negated_section:
             out += sentence
     return out

@@ -10,6 +10,7 @@ words.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -60,6 +61,7 @@ MAX_DECISIONS = 3
 MAX_UPGRADE = 4
 MAX_FOLLOW = 2
 MAX_FILES = 3
+MAX_LINES = 3  # CODEOWNERS lines named in "who should read it"
 _UNDEFINED = re.compile(r"`([^`]+)`")
 
 
@@ -173,28 +175,90 @@ def readers(audit: PatchAudit | list[PatchAudit]) -> dict:
     people = list(dict.fromkeys(r for a in audits for r in getattr(a, "reviewers", None) or []))
     labels = list(dict.fromkeys(label for a in audits for label in getattr(a, "labels", None) or []))
     areas = list(dict.fromkeys(a.domain for a in audits))
+    decided = sorted((o for a in audits for o in getattr(a, "owner_lines", None) or []),
+                     key=lambda o: (-o.get("files", 0), o.get("line", 0)))  # fmt: skip
+    numbers = list(dict.fromkeys((o["line"], o["pattern"]) for o in decided if "line" in o))
+    lines = [message("lead.readers.line", line=n, pattern=p) for n, p in numbers[:MAX_LINES]]
+    more = {"lines": lines} if lines else {}
     if people and labels:
-        return message("lead.readers.owners-labels", people=people[:4], labels=labels[:4])
+        key = "lead.readers.owners-labels" + (".lines" if lines else "")
+        return message(key, people=people[:4], labels=labels[:4], **more)
     if people:
-        return message("lead.readers.owners", people=people[:4])
+        return message("lead.readers.owners" + (".lines" if lines else ""), people=people[:4], **more)
     if labels:
         return message("lead.readers.labels", labels=labels[:4])
     return message("lead.readers.area", areas=areas[:4])
 
 
+# kinds whose sentences are said once for a run of findings in one file ("if you set any of X, Y, Z
+# yourself ..."), not once a finding; a run ends where the next finding is more than GROUP_SPAN lines on
+# kind -> the param that names the thing, and the message that names it with its value
+GROUPED = {"forced-setting": ("setting", "lead.setting-value", "value"),
+           "new-env-var": ("name", "lead.env-default", "default")}  # fmt: skip
+GROUPED_KINDS = tuple(GROUPED)
+GROUP_SPAN = 20
+
+
+def grouped(findings: list[dict]) -> list[list[dict]]:
+    """``findings`` in runs: one run per kind of GROUPED_KINDS, file and line range; others alone."""
+    runs: list[list[dict]] = []
+    for f in findings:
+        last = runs[-1][-1] if runs else None
+        if (f["kind"] in GROUPED_KINDS and last is not None and last["kind"] == f["kind"]
+                and last["file"] == f["file"] and 0 <= f["line"] - last["line"] <= GROUP_SPAN):  # fmt: skip
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+    return runs
+
+
+def _run_message(prefix: str, run: list[dict]) -> dict:
+    """One sentence for a run: the finding's own when it is alone, else the kind's ``.many`` one."""
+    if len(run) == 1:
+        return message(f"{prefix}.{run[0]['kind']}", **_params(run[0]))
+    what, key, value = GROUPED[run[0]["kind"]]
+    pairs = list(
+        dict.fromkeys((str(_params(f).get(what, "?")), _frozen(_params(f).get(value, "?"))) for f in run)
+    )
+    if len(pairs) == 1:  # one setting forced to one value, several times: one finding's sentence
+        return message(f"{prefix}.{run[0]['kind']}", **_params(run[0]))
+    settings = [message("lead.setting", setting=name) for name in dict.fromkeys(name for name, _ in pairs)]
+    values = [message(key, setting=name, value=_thawed(shown)) for name, shown in pairs]
+    return message(f"{prefix}.{run[0]['kind']}.many", settings=settings, values=values, file=run[0]["file"],
+                   first=run[0]["line"], last=run[-1]["line"], count=len(pairs))  # fmt: skip
+
+
+def _frozen(value):
+    """A param value as a dict key (a message is a dict)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+
+
+def _thawed(value):
+    return json.loads(value) if isinstance(value, str) and value.startswith("{") else value
+
+
 def _upgrade(findings: list[dict]) -> dict:
     rank = {k: i for i, k in enumerate(UPGRADE_KINDS)}
     items, seen = [], set()
-    for f in sorted(
-        (f for f in findings if f["kind"] in rank), key=lambda f: (rank[f["kind"]], f["file"], f["line"])
-    ):
-        params = _params(f)
-        key = (f["kind"], str(params.get("name", params.get("setting", ""))))
-        if f["kind"] == "new-env-var" and (params.get("default") or {}) == message("env.no-default"):
-            continue  # no default: nothing changes for whoever does not export it
-        if key not in seen:
+    no_default = message("env.no-default")
+    ordered = sorted(
+        (
+            f
+            for f in findings
+            if f["kind"] in rank
+            and not (f["kind"] == "new-env-var" and (_params(f).get("default") or {}) == no_default)
+        ),
+        key=lambda f: (rank[f["kind"]], f["file"], f["line"]),
+    )  # a variable with no default changes nothing for whoever does not export it
+    for run in grouped(ordered):
+        f = run[0]
+        key = (f["kind"], str(_params(f).get("name", _params(f).get("setting", ""))))
+        if len(run) > 1:
+            items.append(_run_message("upgrade", run))
+            seen.update((g["kind"], str(_params(g).get("name", _params(g).get("setting", "")))) for g in run)
+        elif key not in seen:
             seen.add(key)
-            items.append(message(f"upgrade.{f['kind']}", **params))
+            items.append(message(f"upgrade.{f['kind']}", **_params(f)))
     if not items:
         return message("lead.upgrade.none")
     more = len(items) - MAX_UPGRADE
@@ -204,7 +268,15 @@ def _upgrade(findings: list[dict]) -> dict:
 
 def _follow(findings: list[dict]) -> dict | None:
     items, seen = [], set()
-    for f in _ranked(findings) + [f for f in findings if f["kind"] not in DECISION_KINDS]:
+    ordered = _ranked(findings) + [f for f in findings if f["kind"] not in DECISION_KINDS]
+    runs = {id(f): run for run in grouped(sorted(ordered, key=lambda f: (f["kind"], f["file"], f["line"])))
+            if len(run) > 1 for f in run}  # fmt: skip
+    for f in ordered:
+        if (run := runs.get(id(f))) is not None:
+            if id(run[0]) not in seen:
+                seen.add(id(run[0]))
+                items.append(_run_message("follow", run))
+            continue
         params = _params(f)
         key = (f["kind"], str(params.get("name", f["file"])))
         if key not in seen:
