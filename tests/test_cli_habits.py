@@ -153,6 +153,9 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            # a shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT
+            # ignored: the child gets the default disposition, as a command typed at a prompt has
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         assert proc.stdout.readline().startswith("target: checkout")  # it is waiting for the lock now
         time.sleep(0.3)
@@ -164,7 +167,14 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
 
 
 def test_shell_completion_is_typers(tmp_path):
-    script = _patchkit("--show-completion", "bash")
+    # Typer names the shell it runs under (its parent process): bash here, whatever runs the suite
+    script = subprocess.run(
+        ["bash", "-c", '"$0" -m patchkit --show-completion; exit $?', sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
     assert script.returncode == 0 and "_PATCHKIT_COMPLETE=complete_bash" in script.stdout
     env = {
         **os.environ,
