@@ -1,0 +1,155 @@
+"""``patchkit runtime``'s engine: every monkeypatching module of a plugin, one audit row each."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from patchkit.audit.engine import verdict_reasons, worst
+from patchkit.audit.model import AuditResult, RuntimeTarget
+from patchkit.errors import UserError
+from patchkit.runtime import record, witness
+from patchkit.runtime.registry import read_registry
+from patchkit.runtime.resolve import SourceIndex
+from patchkit.runtime.sites import ModuleScan, scan_module
+from patchkit.runtime.targets import Trees, module_targets, use_status
+from patchkit.values import Pin
+
+STATIC_TOOL = "patchkit.runtime (ast reading of the pinned tree)"
+
+
+@dataclass
+class RuntimeOptions:
+    pin: Pin
+    tree: Path
+    old_pin: Pin | None = None
+    old_tree: Path | None = None
+    python: str | None = None
+    timeout: float = 600.0
+
+
+def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
+    if not plugin_dir.is_dir():
+        raise UserError("not a directory", str(plugin_dir))
+    plugin_root, package = plugin_root_of(plugin_dir)
+    trees = Trees(SourceIndex(options.tree), SourceIndex(plugin_root),
+                  SourceIndex(options.old_tree) if options.old_tree else None)  # fmt: skip
+    registry = read_registry(plugin_dir)
+    scans, quiet = scan_plugin(plugin_dir, plugin_root)
+    rows = [(scan, module_targets(scan, trees, registry.get(scan.rel)), _module_uses(scan, trees.base))
+            for scan in scans]  # fmt: skip
+    ctx = record.Context(
+        pin=_label(options.pin),
+        old=_label(options.old_pin) if options.old_pin else None,
+        static={"witness": "static", "tool": STATIC_TOOL, "pin": options.pin.to_dict(),
+                "since": options.old_pin.to_dict() if options.old_pin else None},  # fmt: skip
+    )
+    error = _witness(rows, options, ctx) if options.python else None
+    audits = []
+    for scan, targets, uses in rows:
+        gates = [record.targets_gate(targets, ctx), record.signature_gate(targets, ctx)]
+        if ctx.old:
+            gates.append(record.upstream_gate(targets, ctx))
+        gates.append(record.uses_gate(uses, ctx))
+        if options.python:
+            gates.append(record.witness_gate(targets, ctx, error))
+        verdict, reasons = verdict_reasons(gates)
+        entry = registry.get(scan.rel, {})
+        diff = "".join(t.upstream_diff for t in targets)
+        audits.append(record.patch_audit(scan.rel, scan.module, gates, verdict, reasons, targets,
+                                         record.guide(scan.rel, targets, uses, entry, ctx), entry, diff))  # fmt: skip
+    environment = {
+        "kind": "runtime",
+        "plugin": str(plugin_dir.resolve()),
+        "package": package,
+        "since": options.old_pin.to_dict() if options.old_pin else None,
+        "interpreter": ctx.real,
+        "modules_without_sites": quiet,
+        "outside_vllm": {s.rel: [site.target for site in s.outside] for s in scans if s.outside},
+        "registry_files": sorted({e.get("registry", "") for e in registry.values()}),
+        "registry_without_module": sorted(k for k in registry if not (plugin_dir / k).is_file()),
+        "counts": counts([t for _, ts, _ in rows for t in ts]),
+        "hostname": platform.node(),
+    }
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    return AuditResult(str(plugin_dir), options.pin, audits, worst([a.verdict for a in audits]), environment,
+                       created=created)  # fmt: skip
+
+
+def plugin_root_of(plugin_dir: Path) -> tuple[Path, str]:
+    """The directory that holds the plugin's top package, and the plugin dir's dotted name."""
+    here = plugin_dir.resolve()
+    parts: list[str] = []
+    while (here / "__init__.py").is_file():
+        parts.insert(0, here.name)
+        here = here.parent
+    return here, ".".join(parts)
+
+
+def scan_plugin(plugin_dir: Path, plugin_root: Path) -> tuple[list[ModuleScan], list[str]]:
+    """A scan of every module under ``plugin_dir`` with a site; the paths of those without one."""
+    scans, quiet = [], []
+    for path in sorted(plugin_dir.rglob("*.py")):
+        if "__pycache__" in path.parts or any(p.startswith(".") for p in path.relative_to(plugin_dir).parts):
+            continue
+        rel = path.relative_to(plugin_dir).as_posix()
+        dotted = _dotted(path, plugin_root)
+        try:
+            scan = scan_module(rel, dotted, path.read_text("utf-8"), path.name == "__init__.py")
+        except SyntaxError as exc:
+            raise UserError(f"does not parse: {exc.msg}", f"{path}:{exc.lineno}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"cannot read: {exc}", str(path)) from None
+        (scans if scan.sites or scan.outside else quiet).append(scan if scan.sites or scan.outside else rel)
+    return scans, quiet
+
+
+def _dotted(path: Path, root: Path) -> str:
+    rel = path.resolve().relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_uses(scan: ModuleScan, base: SourceIndex) -> list[dict[str, Any]]:
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for use in scan.uses:
+        seen.setdefault((use.name, use.line), {"name": use.name, "line": use.line,
+                                               "status": use_status(base.resolve(use.name))})  # fmt: skip
+    return sorted(seen.values(), key=lambda u: (u["line"], u["name"]))
+
+
+def _witness(rows: list, options: RuntimeOptions, ctx: record.Context) -> str | None:
+    """Run the probe once over every target; fill ``real`` on each; an error string when it cannot."""
+    python = options.python or ""
+    names = sorted({t.target for _, targets, _ in rows for t in targets})
+    try:
+        answer = witness.run_probe(python, names, options.timeout)
+    except witness.WitnessError as exc:
+        ctx.real = {"witness": "interpreter", "python": python, "error": str(exc)}
+        return str(exc)
+    ctx.real = {"witness": "interpreter", "python": os.path.abspath(python) if "/" in python else python,
+                "vllm": answer.get("vllm"), "python_version": answer.get("python"), "tool": "inspect"}
+    by_target = {r["target"]: r for r in answer.get("results", [])}
+    for _, targets, _ in rows:
+        for t in targets:
+            t.real = witness.compare(t, by_target.get(t.target, {"imported": False, "error": "no answer"}))
+            if t.real.get("ran") and t.real.get("agrees") and t.status != "unknown":
+                t.witness = "static+interpreter"
+            elif t.real.get("ran") and t.status == "unknown" and t.real.get("exists") is not None:
+                t.witness = "interpreter"
+    return None
+
+
+def counts(targets: list[RuntimeTarget]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in targets:
+        out[t.status] = out.get(t.status, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _label(pin: Pin) -> str:
+    return pin.version or (pin.rev or "")[:12] or pin.path or "?"
