@@ -70,7 +70,7 @@ def _interpreter(python: str) -> str:
     resolved = shutil.which(python) if "/" not in python else python
     if resolved is None or not Path(resolved).is_file():
         raise UserError(f"--python {python}: no such interpreter")
-    return resolved
+    return str(Path(resolved).absolute())  # the probe runs in a scratch directory
 
 
 def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> None:

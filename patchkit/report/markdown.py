@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from patchkit.audit.model import AuditResult, PatchAudit
-from patchkit.report.i18n import reason_texts, summary_text, t
+from patchkit.report.i18n import catalogue, reason_texts, summary_text, t
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
 STATUS_ICON = {"passed": "✅", "failed": "❌", "could-not-run": "⚠️", "skipped": "⏭️"}
@@ -51,8 +51,9 @@ def _render(
     counts = Counter(p.verdict for p in result.patches)
     colon = t("punct.colon", lang)
     pin = result.base.version or result.base.rev or result.base.path or "-"
+    runtime = result.environment.get("kind") == "runtime"
     out = [
-        f"## {t('ui.title', lang)} — {_verdict(result.verdict, lang)}",
+        f"## {t('ui.runtime.title' if runtime else 'ui.title', lang)} — {_verdict(result.verdict, lang)}",
         "",
         t(
             "ui.counts",
@@ -75,7 +76,7 @@ def _render(
     gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
     out.append(
         "| # | "
-        + t("ui.patch", lang)
+        + t("ui.runtime.module" if runtime else "ui.patch", lang)
         + " | "
         + t("ui.verdict", lang)
         + " | "
@@ -121,6 +122,7 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
         depends = t("list.sep", lang).join(_cell(d) for d in p.depends_on)
         out.append(f"- {t('ui.depends', lang)}{t('punct.colon', lang)}{depends}")
     out += _upstream_lines(p, lang)
+    out += _target_lines(p, lang)
     if isinstance(p.guide.get("lead"), dict):
         lead = _cell(_pick(p.guide["lead"], lang))
         out += ["", f"> **{t('ui.lead', lang)}{t('punct.colon', lang).strip()}** {lead}"]
@@ -162,6 +164,31 @@ def _label_view(result: AuditResult, lang: str) -> list[str]:
         for label, names in sorted(labels.items())
     ]
     return out + [""]
+
+
+def _target_lines(p: PatchAudit, lang: str) -> list[str]:
+    """``patchkit runtime``: each target with its status and where the original is, and the plugin's note."""
+    if not p.targets:
+        return []
+    out = ["", f"| {t('ui.runtime.target', lang)} | {t('ui.runtime.status', lang)} | "
+               f"{t('ui.runtime.original', lang)} | {t('ui.runtime.witness', lang)} |", "|---|---|---|---|"]  # fmt: skip
+    for target in p.targets:
+        line = f"{p.patch}:{target.lines[0]}" if target.lines else p.patch
+        out.append(f"| `{_cell(target.target)}` ({_cell(line)}) | {_runtime_word('status', target.status, lang)} | "
+                   f"`{_cell(target.defined_in or target.reason or '–')}` | "
+                   f"{_runtime_word('witness', target.witness, lang)} |")  # fmt: skip
+    for item in p.registry.get("items", []) if isinstance(p.registry, dict) else []:
+        out.append("")
+        out.append(f"> **{t('ui.runtime.registry', lang)}** {_cell(item.get('title', ''))}")
+        for key in ("why", "how", "pr", "plan"):
+            if item.get(key):
+                out.append(f"> - {t('ui.runtime.' + key, lang)}{t('punct.colon', lang)}{_cell(item[key])}")
+    return out
+
+
+def _runtime_word(kind: str, value: str, lang: str) -> str:
+    key = f"ui.runtime.{kind}.{value}"
+    return t(key, lang) if key in catalogue(lang) else _cell(value)
 
 
 def _upstream_lines(p: PatchAudit, lang: str) -> list[str]:

@@ -48,6 +48,7 @@ def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
         static={"witness": "static", "tool": STATIC_TOOL, "pin": options.pin.to_dict(),
                 "since": options.old_pin.to_dict() if options.old_pin else None},  # fmt: skip
     )
+    static_counts = counts([t for _, ts, _ in rows for t in ts])
     error = _witness(rows, options, ctx) if options.python else None
     audits = []
     for scan, targets, uses in rows:
@@ -73,6 +74,7 @@ def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
         "registry_files": sorted({e.get("registry", "") for e in registry.values()}),
         "registry_without_module": sorted(k for k in registry if not (plugin_dir / k).is_file()),
         "counts": counts([t for _, ts, _ in rows for t in ts]),
+        "static_counts": static_counts,
         "hostname": platform.node(),
     }
     created = datetime.now(UTC).isoformat(timespec="seconds")
@@ -139,9 +141,17 @@ def _witness(rows: list, options: RuntimeOptions, ctx: record.Context) -> str | 
             t.real = witness.compare(t, by_target.get(t.target, {"imported": False, "error": "no answer"}))
             if t.real.get("ran") and t.real.get("agrees") and t.status != "unknown":
                 t.witness = "static+interpreter"
-            elif t.real.get("ran") and t.status == "unknown" and t.real.get("exists") is not None:
-                t.witness = "interpreter"
+            elif t.real.get("ran") and t.status == "unknown":
+                t.status, t.witness = _settled(t), "interpreter"
     return None
+
+
+def _settled(target: RuntimeTarget) -> str:
+    """What the real import makes of a target reading could not settle: present, or (as for an
+    absent one) missing when the plugin reads the original or its registry names it, else added."""
+    if target.real.get("exists"):
+        return "present"
+    return "missing" if target.captured or target.registry else "added"
 
 
 def counts(targets: list[RuntimeTarget]) -> dict[str, int]:

@@ -36,7 +36,12 @@ def _shape(function):
 
 
 def _unwrap(value):
-    return value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+    """The function a descriptor holds: what the source's ``def`` made."""
+    if isinstance(value, (staticmethod, classmethod)):
+        return value.__func__
+    if isinstance(value, property) and value.fget is not None:
+        return value.fget
+    return getattr(value, "func", value) if type(value).__name__ == "cached_property" else value
 
 
 def _kind(value):
@@ -53,7 +58,7 @@ def _root_of(value):
     top = sys.modules.get("vllm")
     base = os.path.dirname(os.path.dirname(os.path.abspath(top.__file__))) if top else ""
     try:
-        path = inspect.getsourcefile(value) or ""
+        path = inspect.getsourcefile(inspect.unwrap(value)) or ""  # a decorator's wrapper lives elsewhere
     except TypeError:
         return ""
     return os.path.relpath(path, base) if base and path.startswith(base) else path
