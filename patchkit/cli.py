@@ -347,7 +347,7 @@ def cache_(
 @app.command()
 def runtime(
     plugin_dir: Annotated[Path, typer.Argument(help="the plugin's patch package (e.g. vllm_ascend/patch)")],
-    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml or pin file: the vLLM to check against")] = None,
+    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml or pin file: the vLLM to check")] = None,
     since: Annotated[
         Optional[str], typer.Option(help="an older pin (file, or vllm==X.Y.Z): what changed between the two")
     ] = None,

@@ -18,8 +18,15 @@ DEFAULT_REPORTS = Path("reports")
 SPEC = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([0-9A-Za-z.+!_-]+)\s*")
 
 
-def run(plugin_dir: Path, pin_file: Path | None, since: str | None, python: str | None, outputs: Outputs,
-        lang: str, timeout: float) -> int:  # fmt: skip
+def run(
+    plugin_dir: Path,
+    pin_file: Path | None,
+    since: str | None,
+    python: str | None,
+    outputs: Outputs,
+    lang: str,
+    timeout: float,
+) -> int:
     from patchkit.base.pin import prepare_base
     from patchkit.report.words import fill_words
     from patchkit.runtime.engine import RuntimeOptions, run_runtime
@@ -29,12 +36,19 @@ def run(plugin_dir: Path, pin_file: Path | None, since: str | None, python: str 
         raise UserError("not a directory (the plugin's package, e.g. vllm_ascend/patch)", str(plugin_dir))
     pin = _pin(pin_file)
     old = _since(since) if since else None
-    options = RuntimeOptions(pin, prepare_base(pin), old, prepare_base(old) if old else None,
-                             _interpreter(python) if python else None, timeout)  # fmt: skip
+    options = RuntimeOptions(
+        pin,
+        prepare_base(pin),
+        old,
+        prepare_base(old) if old else None,
+        _interpreter(python) if python else None,
+        timeout,
+    )
     result = fill_words(run_runtime(plugin_dir, options))
     if not any((outputs.json, outputs.html, outputs.md, outputs.junit)):
-        outputs = Outputs(DEFAULT_REPORTS / "runtime.json", DEFAULT_REPORTS / "runtime.html",
-                          DEFAULT_REPORTS / "runtime.md")  # fmt: skip
+        outputs = Outputs(
+            DEFAULT_REPORTS / "runtime.json", DEFAULT_REPORTS / "runtime.html", DEFAULT_REPORTS / "runtime.md"
+        )
     written = write_reports(result, outputs, lang)
     _print_summary(result, written, time.perf_counter() - started)
     return exit_code(result)
@@ -82,7 +96,8 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
 
     console = Console(highlight=False, soft_wrap=True)
     gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
-    table = Table(title=f"runtime patches of {result.series_dir} against vLLM {result.base.version or '?'}")
+    pin = result.base.version or result.base.rev or result.base.path or "?"
+    table = Table(title=f"runtime patches of {result.series_dir} against vLLM {pin}")
     for column in ("module", "targets", "verdict", *gates):
         table.add_column(column)
     for pa in result.patches:
@@ -91,9 +106,11 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
     console.print(table)
     for pa in result.patches:
         for target in pa.targets:
-            console.print(f"{pa.patch}:{target.lines[0] if target.lines else 0}: {target.status}: {target.target}"
-                          + (f" ({target.defined_in})" if target.defined_in else ""), markup=False)  # fmt: skip
+            where = f" ({target.defined_in})" if target.defined_in else ""
+            line = target.lines[0] if target.lines else 0
+            console.print(f"{pa.patch}:{line}: {target.status}: {target.target}{where}", markup=False)
     counts = ", ".join(f"{k} {v}" for k, v in result.environment.get("counts", {}).items())
     console.print(f"targets: {counts}", markup=False)
-    console.print(f"verdict: {result.verdict}; reports: {', '.join(map(str, written))}; {seconds:.1f} s",
-                  markup=False)  # fmt: skip
+    console.print(
+        f"verdict: {result.verdict}; reports: {', '.join(map(str, written))}; {seconds:.1f} s", markup=False
+    )

@@ -170,13 +170,14 @@ def _target_lines(p: PatchAudit, lang: str) -> list[str]:
     """``patchkit runtime``: each target with its status and where the original is, and the plugin's note."""
     if not p.targets:
         return []
-    out = ["", f"| {t('ui.runtime.target', lang)} | {t('ui.runtime.status', lang)} | "
-               f"{t('ui.runtime.original', lang)} | {t('ui.runtime.witness', lang)} |", "|---|---|---|---|"]  # fmt: skip
+    heads = [t(f"ui.runtime.{key}", lang) for key in ("target", "status", "original", "witness")]
+    out = ["", "| " + " | ".join(heads) + " |", "|---|---|---|---|"]
     for target in p.targets:
         line = f"{p.patch}:{target.lines[0]}" if target.lines else p.patch
-        out.append(f"| `{_cell(target.target)}` ({_cell(line)}) | {_runtime_word('status', target.status, lang)} | "
-                   f"`{_cell(target.defined_in or target.reason or '–')}` | "
-                   f"{_runtime_word('witness', target.witness, lang)} |")  # fmt: skip
+        status = _runtime_word("status", target.status, lang)
+        original = _cell(target.defined_in or target.reason or "–")
+        witness = _runtime_word("witness", target.witness, lang)
+        out.append(f"| `{_cell(target.target)}` ({_cell(line)}) | {status} | `{original}` | {witness} |")
     for item in p.registry.get("items", []) if isinstance(p.registry, dict) else []:
         out.append("")
         out.append(f"> **{t('ui.runtime.registry', lang)}** {_cell(item.get('title', ''))}")

@@ -36,17 +36,26 @@ def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
     if not plugin_dir.is_dir():
         raise UserError("not a directory", str(plugin_dir))
     plugin_root, package = plugin_root_of(plugin_dir)
-    trees = Trees(SourceIndex(options.tree), SourceIndex(plugin_root),
-                  SourceIndex(options.old_tree) if options.old_tree else None)  # fmt: skip
+    trees = Trees(
+        SourceIndex(options.tree),
+        SourceIndex(plugin_root),
+        SourceIndex(options.old_tree) if options.old_tree else None,
+    )
     registry = read_registry(plugin_dir)
     scans, quiet = scan_plugin(plugin_dir, plugin_root)
-    rows = [(scan, module_targets(scan, trees, registry.get(scan.rel)), _module_uses(scan, trees.base))
-            for scan in scans]  # fmt: skip
+    rows = [
+        (scan, module_targets(scan, trees, registry.get(scan.rel)), _module_uses(scan, trees.base))
+        for scan in scans
+    ]
     ctx = record.Context(
         pin=_label(options.pin),
         old=_label(options.old_pin) if options.old_pin else None,
-        static={"witness": "static", "tool": STATIC_TOOL, "pin": options.pin.to_dict(),
-                "since": options.old_pin.to_dict() if options.old_pin else None},  # fmt: skip
+        static={
+            "witness": "static",
+            "tool": STATIC_TOOL,
+            "pin": options.pin.to_dict(),
+            "since": options.old_pin.to_dict() if options.old_pin else None,
+        },
     )
     static_counts = counts([t for _, ts, _ in rows for t in ts])
     error = _witness(rows, options, ctx) if options.python else None
@@ -61,8 +70,19 @@ def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
         verdict, reasons = verdict_reasons(gates)
         entry = registry.get(scan.rel, {})
         diff = "".join(t.upstream_diff for t in targets)
-        audits.append(record.patch_audit(scan.rel, scan.module, gates, verdict, reasons, targets,
-                                         record.guide(scan.rel, targets, uses, entry, ctx), entry, diff))  # fmt: skip
+        audits.append(
+            record.patch_audit(
+                scan.rel,
+                scan.module,
+                gates,
+                verdict,
+                reasons,
+                targets,
+                record.guide(scan.rel, targets, uses, entry, ctx),
+                entry,
+                diff,
+            )
+        )
     environment = {
         "kind": "runtime",
         "plugin": str(plugin_dir.resolve()),
@@ -78,8 +98,9 @@ def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
         "hostname": platform.node(),
     }
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    return AuditResult(str(plugin_dir), options.pin, audits, worst([a.verdict for a in audits]), environment,
-                       created=created)  # fmt: skip
+    return AuditResult(
+        str(plugin_dir), options.pin, audits, worst([a.verdict for a in audits]), environment, created=created
+    )
 
 
 def plugin_root_of(plugin_dir: Path) -> tuple[Path, str]:
@@ -119,8 +140,10 @@ def _dotted(path: Path, root: Path) -> str:
 def _module_uses(scan: ModuleScan, base: SourceIndex) -> list[dict[str, Any]]:
     seen: dict[tuple[str, int], dict[str, Any]] = {}
     for use in scan.uses:
-        seen.setdefault((use.name, use.line), {"name": use.name, "line": use.line,
-                                               "status": use_status(base.resolve(use.name))})  # fmt: skip
+        seen.setdefault(
+            (use.name, use.line),
+            {"name": use.name, "line": use.line, "status": use_status(base.resolve(use.name))},
+        )
     return sorted(seen.values(), key=lambda u: (u["line"], u["name"]))
 
 
@@ -133,8 +156,13 @@ def _witness(rows: list, options: RuntimeOptions, ctx: record.Context) -> str | 
     except witness.WitnessError as exc:
         ctx.real = {"witness": "interpreter", "python": python, "error": str(exc)}
         return str(exc)
-    ctx.real = {"witness": "interpreter", "python": os.path.abspath(python) if "/" in python else python,
-                "vllm": answer.get("vllm"), "python_version": answer.get("python"), "tool": "inspect"}
+    ctx.real = {
+        "witness": "interpreter",
+        "python": os.path.abspath(python) if "/" in python else python,
+        "vllm": answer.get("vllm"),
+        "python_version": answer.get("python"),
+        "tool": "inspect",
+    }
     by_target = {r["target"]: r for r in answer.get("results", [])}
     for _, targets, _ in rows:
         for t in targets:

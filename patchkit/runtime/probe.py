@@ -21,7 +21,9 @@ def _import_prefix(parts):
         try:
             return importlib.import_module(name), end
         except ModuleNotFoundError as exc:
-            if exc.name and (exc.name == name or name.startswith(exc.name + ".") or exc.name.startswith(name)):
+            if exc.name and (
+                exc.name == name or name.startswith(exc.name + ".") or exc.name.startswith(name)
+            ):
                 continue
             raise
     raise ModuleNotFoundError(parts[0])

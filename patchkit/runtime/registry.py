@@ -52,14 +52,23 @@ def parse_registry(text: str) -> dict[str, dict[str, Any]]:
         line = stripped.lstrip("#")
         line = line[1:] if line.startswith(" ") else line
         if header := FILE_HEADER.search(line):
-            entry = sections.setdefault(header.group(2), {"number": header.group(1), "line": number, "items": []})
+            entry = sections.setdefault(
+                header.group(2), {"number": header.group(1), "line": number, "items": []}
+            )
             item, field_name = None, None
             continue
         if entry is None or set(line.strip()) <= {"~", "-", "=", "*"} and line.strip():
             continue
         if (match := ITEM.match(line)) and (field_name is None or not line.startswith("      ")):
-            item = {"number": match.group(1), "title": match.group(2).strip(), "targets": [],
-                    "why": "", "how": "", "pr": "", "plan": ""}  # fmt: skip
+            item = {
+                "number": match.group(1),
+                "title": match.group(2).strip(),
+                "targets": [],
+                "why": "",
+                "how": "",
+                "pr": "",
+                "plan": "",
+            }
             item["targets"] = TICKED.findall(match.group(2))
             entry["items"].append(item)
             field_name = None
@@ -83,9 +92,11 @@ def items_for(entry: dict[str, Any] | None, target: str) -> list[dict[str, Any]]
         return []
     out = []
     for item in entry.get("items", []):
-        for named in item.get("targets", []):
-            if target == named or target.endswith("." + named) or named.endswith("." + target.split(".")[-1]) \
-                    and named.split(".")[-1] == target.split(".")[-1]:  # fmt: skip
-                out.append(item)
-                break
+        if any(_same(target, named) for named in item.get("targets", [])):
+            out.append(item)
     return out
+
+
+def _same(target: str, named: str) -> bool:
+    """The registry names a target by its full path or by its last dotted parts."""
+    return target == named or target.endswith("." + named) or named.endswith("." + target)

@@ -109,8 +109,11 @@ class SourceIndex:
             assert isinstance(current, Definition)
             current = self.member(current, name, ".".join(parts[:index]), depth)
             if isinstance(current, Unresolved):
-                return current if index == len(parts) else Unresolved(dotted, current.reason, current.detail,
-                                                                      current.owner)  # fmt: skip
+                return (
+                    current
+                    if index == len(parts)
+                    else Unresolved(dotted, current.reason, current.detail, current.owner)
+                )
         return current
 
     def member(self, owner: Definition, name: str, dotted: str, depth: int = 0) -> Resolution:
@@ -146,14 +149,16 @@ class SourceIndex:
             return Unresolved(dotted, "unknown", f"{owner.file} defines __getattr__", owner)
         return Unresolved(dotted, "absent", f"{owner.file} defines no {name!r}", owner)
 
-    def _binding(self, owner: Definition, node: ast.stmt, name: str, dotted: str, module_name: str,
-                 depth: int) -> Resolution:  # fmt: skip
+    def _binding(
+        self, owner: Definition, node: ast.stmt, name: str, dotted: str, module_name: str, depth: int
+    ) -> Resolution:
         where = f"{owner.file}:{node.lineno}"
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             kind = "class" if isinstance(node, ast.ClassDef) else "function"
             qual = f"{owner.qualname}.{node.name}" if owner.qualname else node.name
-            return Definition(dotted, kind, owner.file, _first_line(node), node.end_lineno or node.lineno,
-                              qual, node=node)  # fmt: skip
+            return Definition(
+                dotted, kind, owner.file, _first_line(node), node.end_lineno or node.lineno, qual, node=node
+            )
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if (alias.asname or alias.name.split(".")[0]) == name:
@@ -175,8 +180,9 @@ class SourceIndex:
                 if isinstance(followed, Definition) and followed.kind != "value":
                     return _via(followed, where)
         qual = f"{owner.qualname}.{name}" if owner.qualname else name
-        return Definition(dotted, "value", owner.file, node.lineno, node.end_lineno or node.lineno, qual,
-                          node=node)  # fmt: skip
+        return Definition(
+            dotted, "value", owner.file, node.lineno, node.end_lineno or node.lineno, qual, node=node
+        )
 
     def _class_member(self, owner: Definition, name: str, dotted: str, depth: int) -> Resolution:
         node = owner.node
@@ -223,8 +229,9 @@ class SourceIndex:
 
     def named_elsewhere(self, name: str, package: str, limit: int = 8) -> list[Definition]:
         """Top-level and class-level definitions called ``name`` anywhere under ``package``."""
-        pattern = re.compile(rf"^\s*(?:async\s+def|def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*[:=]",
-                             re.MULTILINE)  # fmt: skip
+        pattern = re.compile(
+            rf"^\s*(?:async\s+def|def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*[:=]", re.MULTILINE
+        )
         found: list[Definition] = []
         for rel in self._python_files(package):
             try:
@@ -239,8 +246,17 @@ class SourceIndex:
                     kind = "class" if isinstance(node, ast.ClassDef) else "function"
                     if isinstance(node, (ast.Assign, ast.AnnAssign)):
                         kind = "value"
-                    found.append(Definition(f"{module}.{qual}", kind, rel, _first_line(node),
-                                            node.end_lineno or node.lineno, qual, node=node))  # fmt: skip
+                    found.append(
+                        Definition(
+                            f"{module}.{qual}",
+                            kind,
+                            rel,
+                            _first_line(node),
+                            node.end_lineno or node.lineno,
+                            qual,
+                            node=node,
+                        )
+                    )
             if len(found) >= limit:
                 break
         return found[:limit]
@@ -279,8 +295,17 @@ def _module(dotted: str, rel: str) -> Definition:
 
 def _via(found: Resolution, where: str) -> Resolution:
     if isinstance(found, Definition):
-        return Definition(found.path, found.kind, found.file, found.line, found.end, found.qualname,
-                          (where, *found.via), found.detail, found.node)  # fmt: skip
+        return Definition(
+            found.path,
+            found.kind,
+            found.file,
+            found.line,
+            found.end,
+            found.qualname,
+            (where, *found.via),
+            found.detail,
+            found.node,
+        )
     return found
 
 
@@ -356,8 +381,11 @@ def _last_binding(body: list[ast.stmt], name: str, in_class: bool = False) -> as
 
 
 def _star_imports(body: list[ast.stmt]) -> list[ast.ImportFrom]:
-    return [n for n in runtime_statements(body)
-            if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]  # fmt: skip
+    return [
+        n
+        for n in runtime_statements(body)
+        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+    ]
 
 
 def _definitions(module: ast.Module) -> list[tuple[ast.stmt, str]]:

@@ -66,7 +66,9 @@ def incompatibilities(original: list[Param], replacement: list[Param]) -> list[s
             continue
         theirs = repl_pos[index]
         if kind == POSITIONAL_OR_KEYWORD and theirs[0] != name and not takes_kwargs and index > 0:
-            problems.append(f"parameter {index + 1} is {name!r} in the original, {theirs[0]!r} in the replacement")
+            problems.append(
+                f"parameter {index + 1} is {name!r} in the original, {theirs[0]!r} in the replacement"
+            )
         if default and not theirs[2]:
             problems.append(f"{name!r} has a default in the original, none in the replacement")
     for name, kind, default in original:

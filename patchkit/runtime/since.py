@@ -10,8 +10,9 @@ from patchkit.runtime.signature import parameters
 CONTEXT = 3
 
 
-def compare(target: str, old: Resolution, new: Resolution, old_index: SourceIndex,
-            new_index: SourceIndex) -> tuple[str, str]:  # fmt: skip
+def compare(
+    target: str, old: Resolution, new: Resolution, old_index: SourceIndex, new_index: SourceIndex
+) -> tuple[str, str]:
     """(status, diff) of ``target`` from the older pin to the pin.
 
     missing: the older pin had it, the pin does not; absent: neither has it;
@@ -58,7 +59,9 @@ def function_diff(old: Definition, new: Definition, old_text: str, new_text: str
     for group in matcher.get_grouped_opcodes(CONTEXT):
         i1, i2 = group[0][1], group[-1][2]
         j1, j2 = group[0][3], group[-1][4]
-        out.append(f"@@ -{_range(old_start + i1, i2 - i1)} +{_range(new_start + j1, j2 - j1)} @@ {new.qualname}")
+        out.append(
+            f"@@ -{_range(old_start + i1, i2 - i1)} +{_range(new_start + j1, j2 - j1)} @@ {new.qualname}"
+        )
         for tag, a1, a2, b1, b2 in group:
             if tag == "equal":
                 out += [" " + line for line in old_lines[a1:a2]]

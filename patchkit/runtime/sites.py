@@ -29,6 +29,7 @@ class Site:
     guard: tuple[str, ...] = ()  # enclosing ``if`` tests and functions, outermost first
     decorator_module: bool = False  # @register("vllm.x"): may name a module whose def gets it
     replacement_path: str | None = None  # the value is itself a vLLM object (a saved original)
+    handed: str | None = None  # reached through a parameter a registry decorator hands over
 
     @property
     def replacement_text(self) -> str:
@@ -109,7 +110,11 @@ def _collect_aliases(scan: ModuleScan, tree: ast.Module) -> None:
     """``T = vllm_thing`` anywhere: a name for a vLLM object (and, when it is a target, a capture)."""
     for _ in range(2):  # an alias of an alias
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
                 full = expand(scan.aliases, node.value)
                 if full is not None and _is_vllm(full):
                     name = node.targets[0].id
@@ -136,7 +141,8 @@ class _SiteVisitor(ast.NodeVisitor):
         self.strings = strings
         self.guard: list[str] = []
         self.shadowed: list[set[str]] = []  # names local to each enclosing function
-        self.bound: list[dict[str, str]] = []  # @register("vllm.x") parameters
+        self.bound: list[dict[str, str]] = []  # @register("vllm.x") parameters, local vLLM names
+        self.decorated: list[dict[str, str]] = []  # @register("vllm.x") parameters only
 
     # --------------------------------------------------------------- scopes
 
@@ -166,10 +172,12 @@ class _SiteVisitor(ast.NodeVisitor):
             self.visit(decorator)
         local = _local_names(node) - set(bound)
         self.shadowed.append(local)
-        self.bound.append(bound)
+        self.bound.append(dict(bound))
+        self.decorated.append(bound)
         self._within(f"in {node.name}()", node.body)
         self.shadowed.pop()
         self.bound.pop()
+        self.decorated.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -201,7 +209,13 @@ class _SiteVisitor(ast.NodeVisitor):
             if not labels and isinstance(attr, ast.Name):
                 labels = self.strings.get(attr.id, [])
             for label in labels if owner is not None else []:
-                self._site(f"{owner}.{label}", "setattr", node.lineno, node.args[2])
+                self._site(
+                    f"{owner}.{label}",
+                    "setattr",
+                    node.lineno,
+                    node.args[2],
+                    handed=self._handed(node.args[0]),
+                )
             if owner is not None and not labels:
                 self.scan.unnamed.append(node.lineno)
         elif len(node.args) >= 2 and (registered := _literal_vllm(node.args[0])) is not None:
@@ -212,7 +226,15 @@ class _SiteVisitor(ast.NodeVisitor):
 
     def _assigned(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if isinstance(target, ast.Attribute) and (full := self._expand(target)) is not None:
-            self._site(full, "assign", line, value)
+            self._site(full, "assign", line, value, handed=self._handed(target))
+
+    def _handed(self, node: ast.AST) -> str | None:
+        """The registered name when ``node``'s root is a parameter a registry decorator hands over."""
+        root = (dotted_name(node) or "").partition(".")[0]
+        for decorated in reversed(self.decorated):
+            if root in decorated:
+                return decorated[root]
+        return None
 
     def _expand(self, node: ast.AST) -> str | None:
         chain = dotted_name(node)
@@ -226,11 +248,26 @@ class _SiteVisitor(ast.NodeVisitor):
             return None
         return expand(self.scan.aliases, node)
 
-    def _site(self, target: str, kind: str, line: int, replacement: ast.AST | None,
-              module_maybe: bool = False) -> None:  # fmt: skip
+    def _site(
+        self,
+        target: str,
+        kind: str,
+        line: int,
+        replacement: ast.AST | None,
+        module_maybe: bool = False,
+        handed: str | None = None,
+    ) -> None:
         read = self._expand(replacement) if replacement is not None else None
-        site = Site(target, kind, line, replacement, tuple(self.guard), module_maybe,
-                    read if read is not None and _is_vllm(read) else None)
+        site = Site(
+            target,
+            kind,
+            line,
+            replacement,
+            tuple(self.guard),
+            module_maybe,
+            read if read is not None and _is_vllm(read) else None,
+            handed,
+        )
         if _is_vllm(target):
             self.scan.sites.append(site)
         elif "." in target:
@@ -238,7 +275,8 @@ class _SiteVisitor(ast.NodeVisitor):
 
 
 def _collect_uses(scan: ModuleScan, tree: ast.Module) -> None:
-    """Attribute chains read through an imported vLLM module or class (the outermost chain only)."""
+    """Names imported from vLLM as they are read, and attribute chains read through an imported vLLM
+    module or class (the outermost chain only)."""
     inner: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
@@ -246,8 +284,11 @@ def _collect_uses(scan: ModuleScan, tree: ast.Module) -> None:
                 scan.read_attributes.add(node.attr)
             if isinstance(node.value, ast.Attribute):
                 inner.add(id(node.value))
+    roots = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and id(node) not in inner and isinstance(node.ctx, ast.Load):
+        loaded = isinstance(node, ast.Attribute) and id(node) not in inner and isinstance(node.ctx, ast.Load)
+        loaded |= isinstance(node, ast.Name) and id(node) not in roots and isinstance(node.ctx, ast.Load)
+        if loaded:
             full = expand(scan.aliases, node)
             if full is not None and _is_vllm(full):
                 scan.uses.append(Use(full, node.lineno))

@@ -29,19 +29,33 @@ class Trees:
 def module_targets(scan: ModuleScan, trees: Trees, registry: dict | None) -> list[RuntimeTarget]:
     groups: dict[str, list[Site]] = {}
     for site in scan.sites:
+        handed = trees.base.resolve(site.handed) if site.handed else None
+        if handed is not None and not (isinstance(handed, Definition) and handed.kind == "module"):
+            continue  # @register("vllm.x.f") names what the def replaces; its first parameter is its own
         groups.setdefault(site.target, []).append(site)
     own = {id(node) for node in ast.walk(scan.tree)}
     out = []
     for target, sites in groups.items():
         found = trees.base.resolve(target)
-        if all(s.decorator_module for s in sites) and isinstance(found, Definition) and found.kind == "module":
+        if (
+            all(s.decorator_module for s in sites)
+            and isinstance(found, Definition)
+            and found.kind == "module"
+        ):
             continue  # @register("vllm.x"): the module is handed to the def; its assignments are the sites
         out.append(_target(scan, target, sites, found, trees, registry, own))
     return out
 
 
-def _target(scan: ModuleScan, target: str, sites: list[Site], found: Resolution, trees: Trees,
-            registry: dict | None, own: set[int]) -> RuntimeTarget:  # fmt: skip
+def _target(
+    scan: ModuleScan,
+    target: str,
+    sites: list[Site],
+    found: Resolution,
+    trees: Trees,
+    registry: dict | None,
+    own: set[int],
+) -> RuntimeTarget:
     first = sites[0]
     replacement = replacement_node(scan, first, trees.plugin)
     record = RuntimeTarget(
@@ -81,15 +95,18 @@ def _target(scan: ModuleScan, target: str, sites: list[Site], found: Resolution,
     return record
 
 
-def _signatures(record: RuntimeTarget, found: Definition, replacement: ast.AST | None, scan: ModuleScan,
-                base: SourceIndex) -> None:  # fmt: skip
+def _signatures(
+    record: RuntimeTarget, found: Definition, replacement: ast.AST | None, scan: ModuleScan, base: SourceIndex
+) -> None:
     record.signature = _signature_text(found, base) or ""
     original = _original_params(found, base)
     record.parameters = signature.shape(original)
     if original is None or replacement is None:
         return
     if isinstance(replacement, ast.ClassDef):
-        init = next((n for n in replacement.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        init = next(
+            (n for n in replacement.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+        )
         if init is None:
             if _subclasses(scan, replacement, record.target):
                 record.replacement_signature = record.signature
@@ -131,6 +148,12 @@ def replacement_node(scan: ModuleScan, site: Site, plugin: SourceIndex) -> ast.A
     if chain is None:
         return None
     root, _, rest = chain.partition(".")
+    if root in scan.defs and not rest:
+        return scan.defs[root]
+    if root in scan.defs and isinstance(scan.defs[root], ast.ClassDef) and "." not in rest:
+        for inner in scan.defs[root].body:  # Ours.method, in this module
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.name == rest:
+                return inner
     if root in scan.defs:
         found = plugin.resolve(f"{scan.module}.{chain}")
         if isinstance(found, Definition) and found.node is not None:
@@ -147,8 +170,14 @@ def replacement_node(scan: ModuleScan, site: Site, plugin: SourceIndex) -> ast.A
     return None
 
 
-def absent_status(scan: ModuleScan, record: RuntimeTarget, sites: list[Site], found: Unresolved,
-                  base: SourceIndex, elsewhere: list[Definition]) -> str:  # fmt: skip
+def absent_status(
+    scan: ModuleScan,
+    record: RuntimeTarget,
+    sites: list[Site],
+    found: Unresolved,
+    base: SourceIndex,
+    elsewhere: list[Definition],
+) -> str:
     """missing (vLLM should have it) or added (the plugin's own attribute) for a target the pin lacks.
 
     missing: the plugin reads the original first, or its registry names the target, or the owner is

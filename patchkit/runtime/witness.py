@@ -25,9 +25,15 @@ def run_probe(python: str, targets: list[str], timeout: float) -> dict[str, Any]
     with tempfile.TemporaryDirectory(prefix="patchkit-probe-") as scratch:
         out = Path(scratch) / "probe.json"
         try:
-            proc = subprocess.run([python, str(PROBE), str(out)], input=json.dumps(targets), text=True,
-                                  capture_output=True, timeout=timeout, cwd=scratch,
-                                  env={**os.environ, **QUIET})  # fmt: skip
+            proc = subprocess.run(
+                [python, str(PROBE), str(out)],
+                input=json.dumps(targets),
+                text=True,
+                capture_output=True,
+                timeout=timeout,
+                cwd=scratch,
+                env={**os.environ, **QUIET},
+            )
         except subprocess.TimeoutExpired:
             raise WitnessError(f"{python}: importing the targets took longer than {timeout:.0f} s") from None
         except OSError as exc:
@@ -67,7 +73,13 @@ def compare(record: RuntimeTarget, real: dict[str, Any]) -> dict[str, Any]:
             compared.append("place")
             if where != record.defined_in:
                 differences.append(f"place: static {record.defined_in}, real {where}")
-    return {"ran": True, "exists": real.get("exists"), "kind": real.get("kind"), "file": real.get("file"),
-            "line": real.get("line"), "compared": compared, "differences": differences,
-            "agrees": not differences}  # fmt: skip
-
+    return {
+        "ran": True,
+        "exists": real.get("exists"),
+        "kind": real.get("kind"),
+        "file": real.get("file"),
+        "line": real.get("line"),
+        "compared": compared,
+        "differences": differences,
+        "agrees": not differences,
+    }

@@ -1,0 +1,272 @@
+"""``patchkit runtime``: a plugin's monkeypatch sites of every shape, resolved in a pin, compared with
+an older pin, checked by a real import, and written as the audit's record and reports.
+
+The plugin and both vLLM trees are ours (tests/fixtures/runtime/README.md says what differs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from patchkit.audit.model import AuditResult
+from patchkit.cli import app
+from patchkit.report.html import render_html
+from patchkit.report.junit import render_junit
+from patchkit.report.markdown import render_markdown
+from patchkit.report.validate import problems
+from patchkit.report.words import fill_words
+from patchkit.runtime.engine import RuntimeOptions, run_runtime
+from patchkit.runtime.sites import scan_module
+from patchkit.values import Pin
+
+FIXTURE = Path(__file__).parent / "fixtures" / "runtime"
+PLUGIN = FIXTURE / "plugin" / "myplugin" / "patch"
+OLD, NEW = FIXTURE / "old", FIXTURE / "new"
+runner = CliRunner()
+
+
+def _pin(tree: Path, version: str) -> Pin:
+    return Pin(source="path", path=str(tree), version=version)
+
+
+def _run(tree: Path = NEW, old: Path | None = OLD, python: str | None = None) -> AuditResult:
+    options = RuntimeOptions(_pin(tree, "0.2" if tree == NEW else "0.1"), tree,
+                             _pin(old, "0.1") if old else None, old, python, timeout=120)  # fmt: skip
+    return fill_words(run_runtime(PLUGIN, options))
+
+
+def _targets(result: AuditResult) -> dict[str, object]:
+    return {t.target: t for pa in result.patches for t in pa.targets}
+
+
+def _row(result: AuditResult, name: str):
+    return next(pa for pa in result.patches if pa.patch == name)
+
+
+# --------------------------------------------------------------------------- every site shape
+
+
+def _scan(name: str):
+    path = PLUGIN / name
+    return scan_module(name, f"myplugin.patch.{path.stem}", path.read_text())
+
+
+def test_attribute_assignment_and_its_captured_original_are_found():
+    scan = _scan("patch_assign.py")
+    assert [(s.target, s.kind, s.line) for s in scan.sites] == [
+        ("vllm.core.cache.allocate", "assign", 15),  # vllm.core.cache.allocate = allocate
+        ("vllm.core.cache.BlockPool.free", "assign", 16),  # from ... import BlockPool; BlockPool.free = free
+    ]
+    assert scan.captures == {"vllm.core.cache.allocate": [4]}  # _orig_allocate = vllm.core.cache.allocate
+
+
+def test_setattr_with_a_string_constant_name_is_found():
+    scan = _scan("patch_setattr.py")
+    assert [(s.target, s.kind) for s in scan.sites] == [("vllm.core.sched.Scheduler.schedule", "setattr")]
+
+
+def test_a_class_swap_is_a_class_swap_against_the_base():
+    assert [s.target for s in _scan("patch_swap.py").sites] == ["vllm.core.sched.Scheduler"]
+    swap = _targets(_run())["vllm.core.sched.Scheduler"]
+    assert swap.kind == "class-swap" and swap.status == "unchanged"
+    assert swap.replacement == "OurScheduler" and swap.replacement_signature == "(self, config)"  # inherited
+
+
+def test_registry_decorators_name_a_target_or_hand_over_a_module():
+    targets = _targets(_run())
+    init = targets[
+        "vllm.core.cache.BlockPool.__init__"
+    ]  # @register_patch("vllm.core.cache.BlockPool.__init__")
+    assert init.kind == "decorator" and init.replacement == "pool_init" and init.status == "unchanged"
+    policy = targets[
+        "vllm.core.sched.DEFAULT_POLICY"
+    ]  # @ImportPatch.register("vllm.core.sched"): module.X = ...
+    assert policy.kind == "assign" and policy.guard == ["in patch_sched()"]
+    assert "vllm.core.sched" not in targets  # the module itself is not a target
+    assert not any(".__init__.num_blocks" in name for name in targets)  # pool_init's own self is not vLLM's
+
+
+def test_a_target_that_moved_is_missing_and_says_where_it_went():
+    moved = _targets(_run())["vllm.engine.utils.get_device_ids"]
+    assert moved.status == "missing" and moved.old_defined_in == "vllm/engine/utils.py:4"
+    assert moved.moved_to == ["vllm.platforms.devices.get_device_ids (vllm/platforms/devices.py:8)"]
+    row = _row(_run(), "patch_moved.py")
+    assert {g.gate: g.status for g in row.gates}["targets"] == "failed" and row.verdict == "needs-work"
+    assert (
+        "vllm/platforms/devices.py:8" in row.guide["lead"]["en"]
+        and "vllm/platforms/devices.py:8" in row.guide["lead"]["zh"]
+    )
+
+
+# --------------------------------------------------------------------------- against the pins
+
+
+def test_against_the_old_pin_every_target_is_present_and_the_plugin_is_ready():
+    result = _run(OLD, None)
+    assert {t.status for t in _targets(result).values()} == {"present"}
+    assert result.verdict == "ready" and [g.gate for g in result.patches[0].gates] == [
+        "targets",
+        "signature",
+        "uses",
+    ]
+    assert result.environment["modules_without_sites"] == ["__init__.py", "helpers.py"]
+
+
+def test_since_an_older_pin_each_target_says_what_changed_with_the_upstream_diff():
+    result = _run()
+    targets = _targets(result)
+    assert {name: t.status for name, t in targets.items()} == {
+        "vllm.core.cache.allocate": "body-changed",
+        "vllm.core.cache.BlockPool.free": "signature-changed",
+        "vllm.engine.utils.get_device_ids": "missing",
+        "vllm.core.cache.BlockPool.__init__": "unchanged",
+        "vllm.core.sched.DEFAULT_POLICY": "unchanged",
+        "vllm.core.sched.Scheduler.schedule": "unchanged",
+        "vllm.core.sched.Scheduler": "unchanged",
+    }
+    allocate = targets["vllm.core.cache.allocate"]
+    assert allocate.upstream_diff.splitlines() == [
+        "diff --git a/vllm/core/cache.py b/vllm/core/cache.py",
+        "--- a/vllm/core/cache.py",
+        "+++ b/vllm/core/cache.py",
+        "@@ -4,2 +4,3 @@ allocate",
+        " def allocate(num_blocks, block_size=16):",
+        "-    return [block_size] * num_blocks",
+        "+    blocks = [block_size] * num_blocks",
+        "+    return blocks[:num_blocks]",
+    ]
+    free = targets["vllm.core.cache.BlockPool.free"]
+    assert free.old_signature == "(self, block)" and free.signature == "(self, block, *, force=False)"
+    assert free.signature_problems == ["keyword 'force' is not accepted by the replacement"]
+    assign = _row(result, "patch_assign.py")
+    assert {g.gate: g.status for g in assign.gates} == {"targets": "passed", "signature": "failed",
+                                                        "upstream": "failed", "uses": "passed"}  # fmt: skip
+    assert "read this diff" in assign.guide["lead"]["en"] or "fit" in assign.guide["lead"]["en"]
+    assert "@@ -4,2 +4,3 @@ allocate" in assign.diff  # the HTML shows it as a diff
+    assert result.environment["counts"] == {
+        "body-changed": 1,
+        "missing": 1,
+        "signature-changed": 1,
+        "unchanged": 4,
+    }
+
+
+def test_the_plugins_registry_note_is_shown_beside_its_module():
+    row = _row(_run(), "patch_assign.py")
+    (item,) = row.registry["items"]
+    assert item["targets"] == ["vllm.core.cache.allocate"]
+    assert (
+        item["why"] == "blocks must be aligned on our device."
+        and item["pr"] == "https://example.invalid/pull/1"
+    )
+    assert item["how"] == "wrap allocate and round the block size."  # after a full-width colon
+    assert _targets(_run())["vllm.core.cache.allocate"].registry == [item]
+
+
+def test_a_replacement_that_uses_a_name_the_pin_lacks_fails_the_uses_gate(tmp_path):
+    plugin = tmp_path / "plug"
+    plugin.mkdir()
+    (plugin / "patch_uses.py").write_text(
+        "from vllm.engine.utils import get_device_ids\nimport vllm.core.cache\n\n\n"
+        "def allocate(num_blocks, block_size=16):\n    return get_device_ids(num_blocks)\n\n\n"
+        "vllm.core.cache.allocate = allocate\n"
+    )
+    options = RuntimeOptions(_pin(NEW, "0.2"), NEW)
+    (row,) = fill_words(run_runtime(plugin, options)).patches
+    assert {g.gate: g.status for g in row.gates}["uses"] == "failed"
+    assert row.targets[0].uses == [
+        {"name": "vllm.engine.utils.get_device_ids", "line": 6, "status": "absent"}
+    ]
+    assert "vllm.engine.utils.get_device_ids" in row.guide["lead"]["en"]
+
+
+# --------------------------------------------------------------------------- the real witness
+
+
+def test_the_real_import_agrees_with_the_static_answer(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(NEW))  # the interpreter's vllm is the pinned fake
+    result = _run(python=sys.executable)
+    found = [t for t in _targets(result).values() if t.status != "missing"]
+    assert found and all(t.real["ran"] and t.real["agrees"] for t in found), [t.real for t in found]
+    assert all(t.witness == "static+interpreter" for t in found)
+    assert _targets(result)["vllm.engine.utils.get_device_ids"].real["exists"] is False
+    assert {g.gate: g.status for g in _row(result, "patch_swap.py").gates}["witness"] == "passed"
+    compared = _targets(result)["vllm.core.cache.allocate"].real["compared"]
+    assert compared == ["exists", "kind", "signature", "source", "place"]
+
+
+def test_a_real_import_of_another_vllm_disagrees_and_says_where(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(OLD))  # static reads 0.2, the interpreter has 0.1
+    result = _run(python=sys.executable)
+    free = _targets(result)["vllm.core.cache.BlockPool.free"]
+    assert free.real["agrees"] is False
+    assert "signature: static and real parameters differ" in free.real["differences"]
+    assert {g.gate: g.status for g in _row(result, "patch_assign.py").gates}["witness"] == "failed"
+
+
+def test_an_interpreter_that_cannot_answer_makes_the_witness_could_not_run(tmp_path):
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho no vllm here >&2\nexit 3\n")
+    broken.chmod(0o755)
+    result = _run(python=str(broken))
+    gate = {g.gate: g for g in result.patches[0].gates}["witness"]
+    assert gate.status == "could-not-run" and "exited 3: no vllm here" in gate.details["reason"]
+    assert result.patches[0].verdict != "ready"
+
+
+# --------------------------------------------------------------------------- record and reports
+
+
+def test_the_record_round_trips_and_every_report_renders_in_both_languages():
+    result = _run()
+    record = json.loads(json.dumps(result.to_dict()))
+    again = AuditResult.from_dict(record)
+    assert problems(again) == []
+    assert again.patches[0].targets[0].target == result.patches[0].targets[0].target
+    for lang in ("en", "zh"):
+        html = render_html(again, lang)
+        assert "vllm.platforms.devices.get_device_ids" in html and "@@ -4,2 +4,3 @@ allocate" in html
+        md = render_markdown(again, lang)
+        assert "`vllm.engine.utils.get_device_ids`" in md
+    assert "缺失" in render_markdown(again, "zh") and "blocks must be aligned" in render_markdown(again, "zh")
+    junit = render_junit(again)
+    assert 'testsuite name="patch_moved.py"' in junit and 'type="targets-failed"' in junit
+
+
+def test_the_command_writes_the_reports_and_exits_by_verdict(tmp_path):
+    pins = {}
+    for name, tree in (("old", OLD), ("new", NEW)):
+        pins[name] = tmp_path / f"{name}.toml"
+        pins[name].write_text(f'[target]\nname = "vllm"\nsource = "path"\npath = "{tree}"\n')
+    out = tmp_path / "rt.json"
+    ready = runner.invoke(app, ["runtime", str(PLUGIN), "--pin", str(pins["old"]), "--json", str(out)])
+    assert ready.exit_code == 0, ready.output
+    bump = runner.invoke(app, ["runtime", str(PLUGIN), "--pin", str(pins["new"]), "--since", str(pins["old"]),
+                               "--json", str(out), "--md", str(tmp_path / "rt.md")])  # fmt: skip
+    assert bump.exit_code == 1, bump.output
+    assert "patch_moved.py:8: missing: vllm.engine.utils.get_device_ids" in bump.output
+    record = json.loads(out.read_text())
+    assert record["environment"]["kind"] == "runtime" and len(record["patches"]) == 5
+    assert (tmp_path / "rt.md").read_text().startswith("## Runtime patches of a vLLM plugin")
+
+
+def test_a_bad_plugin_dir_or_module_is_one_line_exit_2(tmp_path):
+    pin = tmp_path / "p.toml"
+    pin.write_text(f'[target]\nname = "vllm"\nsource = "path"\npath = "{NEW}"\n')
+    result = runner.invoke(app, ["runtime", str(tmp_path / "nowhere"), "--pin", str(pin)])
+    assert result.exit_code == 2 and "not a directory" in result.output
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "patch_x.py").write_text("import vllm\nvllm.x = (\n")
+    result = runner.invoke(app, ["runtime", str(tmp_path / "bad"), "--pin", str(pin)])
+    assert result.exit_code == 2 and "patch_x.py:2" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.skipif(os.name != "posix", reason="probe runs by path")
+def test_the_probe_needs_no_patchkit():
+    probe = (Path(__file__).parents[1] / "patchkit" / "runtime" / "probe.py").read_text()
+    assert "patchkit" not in probe.split('"""', 2)[2]  # it runs in the user's interpreter
