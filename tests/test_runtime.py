@@ -270,3 +270,36 @@ def test_a_bad_plugin_dir_or_module_is_one_line_exit_2(tmp_path):
 def test_the_probe_needs_no_patchkit():
     probe = (Path(__file__).parents[1] / "patchkit" / "runtime" / "probe.py").read_text()
     assert "patchkit" not in probe.split('"""', 2)[2]  # it runs in the user's interpreter
+
+
+def test_targets_in_the_pinned_vllm_sdist(pinned_base, tmp_path):
+    """A plugin of ours against the real vLLM 0.33.0 tree (the project's pin; lines checked with grep)."""
+    plugin = tmp_path / "plug"
+    plugin.mkdir()
+    (plugin / "patch_real.py").write_text(
+        "import vllm.v1.core.kv_cache_utils\n"
+        "from vllm.model_executor.layers.attention import mla_attention\n"
+        "from vllm.v1.core.block_pool import BlockPool\n\n\n"
+        "def get_block_hash(key):\n    return key\n\n\n"
+        "def free_blocks(self, ordered_blocks, extra):\n    pass\n\n\n"
+        "vllm.v1.core.kv_cache_utils.get_block_hash = get_block_hash\n"
+        "BlockPool.free_blocks = free_blocks\n"
+        "mla_attention.get_mla_prefill_backend = lambda vllm_config: None\n"
+    )
+    options = RuntimeOptions(Pin(source="path", path=str(pinned_base), version="0.33.0"), pinned_base)
+    (row,) = fill_words(run_runtime(plugin, options)).patches
+    found = {t.target: t for t in row.targets}
+    assert (
+        found["vllm.v1.core.kv_cache_utils.get_block_hash"].defined_in == "vllm/v1/core/kv_cache_utils.py:72"
+    )
+    free = found["vllm.v1.core.block_pool.BlockPool.free_blocks"]
+    assert free.defined_in == "vllm/v1/core/block_pool.py:816"
+    assert free.signature_problems == ["the replacement requires 'extra', which the original does not take"]
+    backend = found["vllm.model_executor.layers.attention.mla_attention.get_mla_prefill_backend"]
+    assert backend.defined_in == "vllm/v1/attention/backends/mla/prefill/selector.py:46"  # two re-exports
+    assert backend.via[0].startswith("vllm/model_executor/layers/attention/mla_attention.py:")
+    assert {g.gate: g.status for g in row.gates} == {
+        "targets": "passed",
+        "signature": "failed",
+        "uses": "passed",
+    }
