@@ -101,6 +101,8 @@ def test_a_target_that_moved_is_missing_and_says_where_it_went():
         "vllm/platforms/devices.py:8" in row.guide["lead"]["en"]
         and "vllm/platforms/devices.py:8" in row.guide["lead"]["zh"]
     )
+    imported = {g.gate: g for g in row.gates}["targets"].details["imported_when"]
+    assert imported == ["if VERSION != '0.1'"]  # the plugin's own __init__ imports it only then
 
 
 # --------------------------------------------------------------------------- against the pins

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import platform
 from dataclasses import dataclass
@@ -10,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.audit.engine import verdict_reasons, worst
-from patchkit.audit.model import AuditResult, RuntimeTarget
+from patchkit.audit.model import AuditResult, PatchAudit, RuntimeTarget
 from patchkit.errors import UserError
-from patchkit.runtime import record, witness
+from patchkit.runtime import gates as checks
+from patchkit.runtime import witness
+from patchkit.runtime.guide import guide
 from patchkit.runtime.registry import read_registry
 from patchkit.runtime.resolve import SourceIndex
 from patchkit.runtime.sites import ModuleScan, scan_module
@@ -47,7 +50,7 @@ def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
         (scan, module_targets(scan, trees, registry.get(scan.rel)), _module_uses(scan, trees.base))
         for scan in scans
     ]
-    ctx = record.Context(
+    ctx = checks.Context(
         pin=_label(options.pin),
         old=_label(options.old_pin) if options.old_pin else None,
         static={
@@ -59,30 +62,11 @@ def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
     )
     static_counts = counts([t for _, ts, _ in rows for t in ts])
     error = _witness(rows, options, ctx) if options.python else None
-    audits = []
-    for scan, targets, uses in rows:
-        gates = [record.targets_gate(targets, ctx), record.signature_gate(targets, ctx)]
-        if ctx.old:
-            gates.append(record.upstream_gate(targets, ctx))
-        gates.append(record.uses_gate(uses, ctx))
-        if options.python:
-            gates.append(record.witness_gate(targets, ctx, error))
-        verdict, reasons = verdict_reasons(gates)
-        entry = registry.get(scan.rel, {})
-        diff = "".join(t.upstream_diff for t in targets)
-        audits.append(
-            record.patch_audit(
-                scan.rel,
-                scan.module,
-                gates,
-                verdict,
-                reasons,
-                targets,
-                record.guide(scan.rel, targets, uses, entry, ctx),
-                entry,
-                diff,
-            )
-        )
+    guards = imported_when(plugin_dir, {scan.module: scan.rel for scan in scans})
+    audits = [
+        _row(scan, targets, uses, registry.get(scan.rel, {}), guards.get(scan.rel, []), ctx, options, error)
+        for scan, targets, uses in rows
+    ]
     environment = {
         "kind": "runtime",
         "plugin": str(plugin_dir.resolve()),
@@ -101,6 +85,78 @@ def run_runtime(plugin_dir: Path, options: RuntimeOptions) -> AuditResult:
     return AuditResult(
         str(plugin_dir), options.pin, audits, worst([a.verdict for a in audits]), environment, created=created
     )
+
+
+def _row(
+    scan: ModuleScan,
+    targets: list[RuntimeTarget],
+    uses: list[dict[str, Any]],
+    entry: dict[str, Any],
+    guards: list[str],
+    ctx: checks.Context,
+    options: RuntimeOptions,
+    error: str | None,
+) -> PatchAudit:
+    """One patch module as one audit row: its checks, verdict, guide, targets and registry note."""
+    results = [checks.targets_gate(targets, ctx, guards), checks.signature_gate(targets, ctx)]
+    if ctx.old:
+        results.append(checks.upstream_gate(targets, ctx))
+    results.append(checks.uses_gate(uses, ctx))
+    if options.python:
+        results.append(checks.witness_gate(targets, ctx, error))
+    verdict, reasons = verdict_reasons(results)
+    return PatchAudit(
+        patch=scan.rel,
+        domain=scan.rel.split("/")[0] if "/" in scan.rel else "runtime",
+        title={"en": scan.module, "zh": scan.module},
+        gates=results,
+        verdict=verdict,
+        reasons=[],
+        files=[{"path": scan.rel, "added": 0, "removed": 0}],
+        diff="".join(t.upstream_diff for t in targets),  # the HTML shows each original's upstream diff
+        guide=guide(scan.rel, targets, uses, entry, ctx),
+        reason_messages=reasons,
+        targets=targets,
+        registry=entry,
+    )
+
+
+def imported_when(plugin_dir: Path, modules: dict[str, str]) -> dict[str, list[str]]:
+    """{module path: the ``if`` tests under which the plugin's own code imports it} — a patch the
+    plugin imports only for some vLLM versions says so beside its findings."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(plugin_dir.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text("utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node, tests in _guarded_imports(tree.body, []):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]
+            )
+            for name in names:
+                for dotted in (name, name.rpartition(".")[0]):
+                    if dotted in modules and tests:
+                        found.setdefault(modules[dotted], []).extend(
+                            t for t in tests if t not in found.get(modules[dotted], [])
+                        )
+    return found
+
+
+def _guarded_imports(body: list[ast.stmt], tests: list[str]):
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+            yield node, tests
+        elif isinstance(node, ast.If):
+            test = ast.unparse(node.test)
+            yield from _guarded_imports(node.body, [*tests, f"if {test}"])
+            yield from _guarded_imports(node.orelse, [*tests, f"if not ({test})"])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from _guarded_imports(node.body, [*tests, f"in {node.name}()"])
+        elif isinstance(node, (ast.Try, ast.With)):
+            yield from _guarded_imports(node.body, tests)
 
 
 def plugin_root_of(plugin_dir: Path) -> tuple[Path, str]:
@@ -147,7 +203,7 @@ def _module_uses(scan: ModuleScan, base: SourceIndex) -> list[dict[str, Any]]:
     return sorted(seen.values(), key=lambda u: (u["line"], u["name"]))
 
 
-def _witness(rows: list, options: RuntimeOptions, ctx: record.Context) -> str | None:
+def _witness(rows: list, options: RuntimeOptions, ctx: checks.Context) -> str | None:
     """Run the probe once over every target; fill ``real`` on each; an error string when it cannot."""
     python = options.python or ""
     names = sorted({t.target for _, targets, _ in rows for t in targets})
