@@ -23,6 +23,7 @@ from patchkit.diff.filediff import parse_diff
 from patchkit.errors import UserError
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 from patchkit.report.pictures import label_grid, series_graph
+from patchkit.report.words import runtime_word, target_counts
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
@@ -60,12 +61,6 @@ def own_ruff_message(finding: object, lang: str) -> str:
     return message if isinstance(message, str) else ""
 
 
-def runtime_word(kind: str, value: str, lang: str) -> str:
-    """A ``patchkit runtime`` status or witness in ``lang``; an unknown one as recorded."""
-    key = f"ui.runtime.{kind}.{value}"
-    return t(key, lang) if key in catalogue(lang if lang in LANGS else "en") else str(value)
-
-
 def render_html(result: AuditResult, lang: str) -> str:
     patches = [_patch_view(i + 1, pa, lang) for i, pa in enumerate(result.patches)]
     counts = Counter(pa.verdict for pa in result.patches)
@@ -84,6 +79,7 @@ def render_html(result: AuditResult, lang: str) -> str:
             _=lambda key, **kw: t(key, lang, **kw),
             own_ruff_message=own_ruff_message,
             runtime_word=lambda kind, value: runtime_word(kind, value, lang),
+            target_counts=target_counts(result, lang),
             patches=patches,
             domains=domains,
             labels=dict(sorted(labels.items())),

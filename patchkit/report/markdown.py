@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from patchkit.audit.model import AuditResult, PatchAudit
-from patchkit.report.i18n import catalogue, reason_texts, summary_text, t
+from patchkit.report.i18n import reason_texts, summary_text, t
+from patchkit.report.words import runtime_word, target_counts
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
 STATUS_ICON = {"passed": "✅", "failed": "❌", "could-not-run": "⚠️", "skipped": "⏭️"}
@@ -68,6 +69,8 @@ def _render(
         + (f" · {t('ui.created', lang)}{colon}{_cell(result.created)}" if result.created else ""),
         "",
     ]
+    if runtime:
+        out += [t("ui.runtime.counts", lang, counts=_cell(target_counts(result, lang))), ""]
     if cut:
         out += [f"> {t('ui.md.cut', lang, what=t('list.sep', lang).join(cut))}", ""]
     if isinstance((result.guide or {}).get("lead"), dict):
@@ -174,9 +177,9 @@ def _target_lines(p: PatchAudit, lang: str) -> list[str]:
     out = ["", "| " + " | ".join(heads) + " |", "|---|---|---|---|"]
     for target in p.targets:
         line = f"{p.patch}:{target.lines[0]}" if target.lines else p.patch
-        status = _runtime_word("status", target.status, lang)
+        status = runtime_word("status", target.status, lang)
         original = _cell(target.defined_in or target.reason or "–")
-        witness = _runtime_word("witness", target.witness, lang)
+        witness = runtime_word("witness", target.witness, lang)
         out.append(f"| `{_cell(target.target)}` ({_cell(line)}) | {status} | `{original}` | {witness} |")
     for item in p.registry.get("items", []) if isinstance(p.registry, dict) else []:
         out.append("")
@@ -185,11 +188,6 @@ def _target_lines(p: PatchAudit, lang: str) -> list[str]:
             if item.get(key):
                 out.append(f"> - {t('ui.runtime.' + key, lang)}{t('punct.colon', lang)}{_cell(item[key])}")
     return out
-
-
-def _runtime_word(kind: str, value: str, lang: str) -> str:
-    key = f"ui.runtime.{kind}.{value}"
-    return t(key, lang) if key in catalogue(lang) else _cell(value)
 
 
 def _upstream_lines(p: PatchAudit, lang: str) -> list[str]:

@@ -8,11 +8,12 @@ guide's messages into ``{"en": ..., "zh": ...}``; the renderers then read the re
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit
-from patchkit.report.i18n import LANGS, message_text
+from patchkit.report.i18n import LANGS, catalogue, message_text, t
 
 
 def fill_words(result: AuditResult) -> AuditResult:
@@ -70,3 +71,18 @@ def _is_message(value: Any) -> bool:
         and isinstance(value["key"], str)
         and isinstance(value["params"], Mapping)
     )
+
+
+def runtime_word(kind: str, value: str, lang: str) -> str:
+    """A ``patchkit runtime`` status or witness in ``lang``; an unknown one as recorded."""
+    key = f"ui.runtime.{kind}.{value}"
+    return t(key, lang) if key in catalogue(lang if lang in LANGS else "en") else str(value)
+
+
+def target_counts(result: AuditResult, lang: str) -> str:
+    """``patchkit runtime``: how many targets have each status, in ``lang`` (from the record)."""
+    counts = result.environment.get("counts")
+    if not isinstance(counts, Mapping):
+        counts = Counter(target.status for pa in result.patches for target in pa.targets)
+    parts = [f"{runtime_word('status', str(k), lang)} {v}" for k, v in sorted(counts.items())]
+    return t("list.sep", lang).join(parts)
