@@ -144,7 +144,10 @@ def test_since_an_older_pin_each_target_says_what_changed_with_the_upstream_diff
     ]
     free = targets["vllm.core.cache.BlockPool.free"]
     assert free.old_signature == "(self, block)" and free.signature == "(self, block, *, force=False)"
-    assert free.signature_problems == ["keyword 'force' is not accepted by the replacement"]
+    assert [p["en"] for p in free.signature_problems] == [
+        "keyword `force` is not accepted by the replacement"
+    ]
+    assert free.signature_problems[0]["zh"] == "替换函数不接受关键字参数 `force`"
     assign = _row(result, "patch_assign.py")
     assert {g.gate: g.status for g in assign.gates} == {"targets": "passed", "signature": "failed",
                                                         "upstream": "failed", "uses": "passed"}  # fmt: skip
@@ -207,7 +210,10 @@ def test_a_real_import_of_another_vllm_disagrees_and_says_where(monkeypatch):
     result = _run(python=sys.executable)
     free = _targets(result)["vllm.core.cache.BlockPool.free"]
     assert free.real["agrees"] is False
-    assert "signature: static and real parameters differ" in free.real["differences"]
+    assert {
+        "en": "signature: the static and the real parameters differ",
+        "zh": "签名：静态与实际的参数不同",
+    } in free.real["differences"]
     assert {g.gate: g.status for g in _row(result, "patch_assign.py").gates}["witness"] == "failed"
 
 
@@ -296,7 +302,9 @@ def test_targets_in_the_pinned_vllm_sdist(pinned_base, tmp_path):
     )
     free = found["vllm.v1.core.block_pool.BlockPool.free_blocks"]
     assert free.defined_in == "vllm/v1/core/block_pool.py:816"
-    assert free.signature_problems == ["the replacement requires 'extra', which the original does not take"]
+    assert [p["en"] for p in free.signature_problems] == [
+        "the replacement requires `extra`, which the original does not take"
+    ]
     backend = found["vllm.model_executor.layers.attention.mla_attention.get_mla_prefill_backend"]
     assert backend.defined_in == "vllm/v1/attention/backends/mla/prefill/selector.py:46"  # two re-exports
     assert backend.via[0].startswith("vllm/model_executor/layers/attention/mla_attention.py:")
@@ -305,3 +313,28 @@ def test_targets_in_the_pinned_vllm_sdist(pinned_base, tmp_path):
         "signature": "failed",
         "uses": "passed",
     }
+
+
+def test_every_runtime_message_is_in_both_catalogues_with_the_same_placeholders():
+    import re
+    import string
+
+    from patchkit.report.i18n import catalogue
+    from patchkit.runtime.gates import CHANGED
+    from patchkit.runtime.guide import SEVERITY
+
+    package = Path(__file__).parents[1] / "patchkit"
+    text = "".join(p.read_text() for p in [*package.glob("runtime/*.py"), *package.glob("report/*.py")])
+    families = r"gate\.runtime\.|runtime\.|ui\.runtime\.|(?:finding|follow|kind)\.runtime-"
+    keys = set(re.findall(rf'"((?:{families})[a-z.+-]*[a-z])"', text))
+    keys |= {f"{family}.{kind}" for kind in SEVERITY for family in ("finding", "follow", "kind")}
+    keys |= {f"runtime.status.{status}" for status in CHANGED}
+    statuses = "present unchanged body-changed signature-changed missing added new-upstream unknown".split()
+    keys |= {f"ui.runtime.status.{s}" for s in statuses}
+    keys |= {f"ui.runtime.witness.{w}" for w in ("static", "interpreter", "static+interpreter")}
+    assert len(keys) > 60, sorted(keys)  # the scan found the literals, not nothing
+    en, zh = catalogue("en"), catalogue("zh")
+    fields = lambda s: {f for _, f, _, _ in string.Formatter().parse(s) if f}  # noqa: E731
+    for key in sorted(keys):
+        assert key in en and key in zh, key
+        assert fields(en[key]) == fields(zh[key]), key

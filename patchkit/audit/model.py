@@ -95,12 +95,12 @@ class RuntimeTarget(JsonMixin):
     original_kind: str = ""  # function | class | module | value | external | builtin | unresolved
     defined_in: str = ""  # vllm/x.py:LINE of the original in the pin (re-exports and bases followed)
     via: list[str] = field(default_factory=list)
-    reason: str = ""  # why a target is missing or unknown (English fact, file named)
+    reason: dict[str, Any] = field(default_factory=dict)  # why a target is missing or unknown (a message)
     moved_to: list[str] = field(default_factory=list)  # same-named definitions elsewhere in the pin
     signature: str = ""  # the original's, in the pin
     parameters: list[list[Any]] | None = None  # the original's (name, kind, has a default) rows
     replacement_signature: str = ""
-    signature_problems: list[str] = field(default_factory=list)  # why a call may not fit the replacement
+    signature_problems: list[dict[str, Any]] = field(default_factory=list)  # why a call may not fit
     old_defined_in: str = ""  # with --since: where it was in the older pin
     old_signature: str = ""
     upstream_diff: str = ""  # the original's source, older pin -> pin (unified diff)

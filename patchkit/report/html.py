@@ -23,7 +23,7 @@ from patchkit.diff.filediff import parse_diff
 from patchkit.errors import UserError
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 from patchkit.report.pictures import label_grid, series_graph
-from patchkit.report.words import runtime_word, target_counts
+from patchkit.report.words import pick, runtime_word, target_counts
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
@@ -80,6 +80,7 @@ def render_html(result: AuditResult, lang: str) -> str:
             own_ruff_message=own_ruff_message,
             runtime_word=lambda kind, value: runtime_word(kind, value, lang),
             target_counts=target_counts(result, lang),
+            pick=lambda texts: pick(texts, lang),
             patches=patches,
             domains=domains,
             labels=dict(sorted(labels.items())),

@@ -6,7 +6,7 @@ from collections import Counter
 
 from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.report.i18n import reason_texts, summary_text, t
-from patchkit.report.words import runtime_word, target_counts
+from patchkit.report.words import pick, runtime_word, target_counts
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
 STATUS_ICON = {"passed": "✅", "failed": "❌", "could-not-run": "⚠️", "skipped": "⏭️"}
@@ -178,7 +178,7 @@ def _target_lines(p: PatchAudit, lang: str) -> list[str]:
     for target in p.targets:
         line = f"{p.patch}:{target.lines[0]}" if target.lines else p.patch
         status = runtime_word("status", target.status, lang)
-        original = _cell(target.defined_in or target.reason or "–")
+        original = _cell(target.defined_in or pick(target.reason, lang) or "–")
         witness = runtime_word("witness", target.witness, lang)
         out.append(f"| `{_cell(target.target)}` ({_cell(line)}) | {status} | `{original}` | {witness} |")
     for item in p.registry.get("items", []) if isinstance(p.registry, dict) else []:

@@ -29,6 +29,11 @@ def fill_patch(audit: PatchAudit) -> PatchAudit:
     if audit.reason_messages:
         audit.reasons = [message_text(m) for m in audit.reason_messages]
     audit.guide = in_all_languages(audit.guide)
+    for target in audit.targets:  # patchkit runtime: the facts behind each target's status
+        target.reason = in_all_languages(target.reason)
+        target.signature_problems = in_all_languages(target.signature_problems)
+        if isinstance(target.real.get("differences"), list):
+            target.real["differences"] = in_all_languages(target.real["differences"])
     if isinstance(audit.guide.get("follow_ups"), list):  # several findings can ask the same thing
         unique: dict[str, Any] = {}
         for item in audit.guide["follow_ups"]:
@@ -71,6 +76,15 @@ def _is_message(value: Any) -> bool:
         and isinstance(value["key"], str)
         and isinstance(value["params"], Mapping)
     )
+
+
+def pick(texts: Any, lang: str) -> str:
+    """A filled ``{"en", "zh"}`` text in ``lang`` (else English); a message rendered; a string as is."""
+    if _is_message(texts):
+        return message_text(texts, lang)
+    if isinstance(texts, Mapping):
+        return str(texts.get(lang) or texts.get("en") or "")
+    return str(texts or "")
 
 
 def runtime_word(kind: str, value: str, lang: str) -> str:

@@ -46,7 +46,7 @@ def guide(
                 "runtime-missing",
                 line,
                 "finding.runtime-missing",
-                [t.reason, *t.moved_to],
+                list(t.moved_to),
                 target=t.target,
                 pin=ctx.pin,
                 moved=_moved(t.moved_to),

@@ -16,6 +16,9 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
+
+from patchkit.values import message
 
 OBJECT_ATTRIBUTES = frozenset(dir(object)) | {"__init_subclass__", "__class_getitem__"}
 OUTSIDE = "may come from a base outside the tree: "
@@ -49,6 +52,7 @@ class Unresolved:
     reason: str
     detail: str = ""  # what stopped the search: the missing module, the external base, __getattr__
     owner: Definition | None = None  # the last part that did resolve
+    why: dict[str, Any] = field(default_factory=dict, compare=False)  # ``detail`` as a catalogue message
 
     kind = "unresolved"
 
@@ -112,26 +116,44 @@ class SourceIndex:
                 return (
                     current
                     if index == len(parts)
-                    else Unresolved(dotted, current.reason, current.detail, current.owner)
+                    else Unresolved(dotted, current.reason, current.detail, current.owner, current.why)
                 )
         return current
 
     def member(self, owner: Definition, name: str, dotted: str, depth: int = 0) -> Resolution:
         """``owner.name``: the binding in a module or class body (re-exports, aliases, bases followed)."""
         if depth > MAX_DEPTH:
-            return Unresolved(dotted, "unknown", "too many re-exports or bases to follow", owner)
+            return Unresolved(
+                dotted,
+                "unknown",
+                "too many re-exports or bases to follow",
+                owner,
+                message("runtime.why.too-deep"),
+            )
         if owner.kind == "module":
             return self._module_member(owner, name, dotted, depth)
         if owner.kind == "class":
             return self._class_member(owner, name, dotted, depth)
         if owner.kind == "external":
             return Definition(dotted, "external", detail=f"{owner.detail}.{name}")
-        return Unresolved(dotted, "unknown", f"an attribute of a {owner.kind}", owner)
+        return Unresolved(
+            dotted,
+            "unknown",
+            f"an attribute of a {owner.kind}",
+            owner,
+            message("runtime.why.value-attribute", kind=owner.kind),
+        )
 
     def _module_member(self, owner: Definition, name: str, dotted: str, depth: int) -> Resolution:
         parsed = self.parsed(owner.file)
         if parsed is None:
-            return Unresolved(dotted, "unknown", f"{owner.file} does not parse", owner)
+            return Unresolved(
+                dotted,
+                "unknown",
+                f"{owner.file} does not parse",
+                owner,
+                message("runtime.why.no-parse", file=owner.file),
+            )
         module_name = _module_name(owner.file)
         binding = _last_binding(parsed[0].body, name)
         if binding is not None:
@@ -146,8 +168,20 @@ class SourceIndex:
                 if isinstance(found, Definition):
                     return _via(found, f"{owner.file}:{star.lineno}")
         if _last_binding(parsed[0].body, "__getattr__") is not None:
-            return Unresolved(dotted, "unknown", f"{owner.file} defines __getattr__", owner)
-        return Unresolved(dotted, "absent", f"{owner.file} defines no {name!r}", owner)
+            return Unresolved(
+                dotted,
+                "unknown",
+                f"{owner.file} defines __getattr__",
+                owner,
+                message("runtime.why.module-getattr", file=owner.file),
+            )
+        return Unresolved(
+            dotted,
+            "absent",
+            f"{owner.file} defines no {name!r}",
+            owner,
+            message("runtime.why.no-name", file=owner.file, name=name),
+        )
 
     def _binding(
         self, owner: Definition, node: ast.stmt, name: str, dotted: str, module_name: str, depth: int
@@ -208,10 +242,22 @@ class SourceIndex:
             else:
                 outside.append(chain)
         if outside:
-            return Unresolved(dotted, "unknown", OUTSIDE + outside[0], owner)
+            return Unresolved(
+                dotted,
+                "unknown",
+                OUTSIDE + outside[0],
+                owner,
+                message("runtime.why.outside-base", base=outside[0]),
+            )
         if name in OBJECT_ATTRIBUTES:
             return Definition(dotted, "builtin", detail=f"object.{name}")
-        return Unresolved(dotted, "absent", f"{node.name} and its bases define no {name!r}", owner)
+        return Unresolved(
+            dotted,
+            "absent",
+            f"{node.name} and its bases define no {name!r}",
+            owner,
+            message("runtime.why.no-class-name", cls=node.name, name=name),
+        )
 
     def class_base(self, owner: Definition, chain: str, depth: int) -> Resolution:
         """A base class expression of ``owner``, resolved in the module that defines ``owner``."""

@@ -8,6 +8,9 @@ are shown but never compared: the real interpreter evaluates them, a reader cann
 from __future__ import annotations
 
 import ast
+from typing import Any
+
+from patchkit.values import message
 
 POSITIONAL_ONLY = "POSITIONAL_ONLY"
 POSITIONAL_OR_KEYWORD = "POSITIONAL_OR_KEYWORD"
@@ -47,47 +50,45 @@ def text(node: ast.AST) -> str | None:
     return f"({rendered})" + (f" -> {ast.unparse(returns)}" if returns is not None else "")
 
 
-def incompatibilities(original: list[Param], replacement: list[Param]) -> list[str]:
+def incompatibilities(original: list[Param], replacement: list[Param]) -> list[dict[str, Any]]:
     """Why a call the original accepts may fail (or bind differently) on the replacement; [] when none.
 
-    Each reason is a short English fact naming the parameter; the report quotes them as evidence."""
+    Each reason is a catalogue message naming the parameter (``runtime.sig.*``)."""
     kinds = {kind for _, kind, _ in replacement}
     takes_args, takes_kwargs = VAR_POSITIONAL in kinds, VAR_KEYWORD in kinds
     if takes_args and takes_kwargs:
         return []  # a wrapper that passes everything on
-    problems: list[str] = []
+    problems: list[dict[str, Any]] = []
     orig_pos = [p for p in original if p[1] in (POSITIONAL_ONLY, POSITIONAL_OR_KEYWORD)]
     repl_pos = [p for p in replacement if p[1] in (POSITIONAL_ONLY, POSITIONAL_OR_KEYWORD)]
     by_name = {p[0]: p for p in replacement}
     for index, (name, kind, default) in enumerate(orig_pos):
         if index >= len(repl_pos):
             if not takes_args:
-                problems.append(f"positional {name!r} has no place in the replacement")
+                problems.append(message("runtime.sig.no-place", name=name))
             continue
         theirs = repl_pos[index]
         if kind == POSITIONAL_OR_KEYWORD and theirs[0] != name and not takes_kwargs and index > 0:
-            problems.append(
-                f"parameter {index + 1} is {name!r} in the original, {theirs[0]!r} in the replacement"
-            )
+            problems.append(message("runtime.sig.renamed", index=index + 1, ours=name, theirs=theirs[0]))
         if default and not theirs[2]:
-            problems.append(f"{name!r} has a default in the original, none in the replacement")
+            problems.append(message("runtime.sig.lost-default", name=name))
     for name, kind, default in original:
         if kind == KEYWORD_ONLY:
             theirs = by_name.get(name)
             if theirs is None and not takes_kwargs:
-                problems.append(f"keyword {name!r} is not accepted by the replacement")
+                problems.append(message("runtime.sig.no-keyword", name=name))
             elif theirs is not None and default and not theirs[2]:
-                problems.append(f"{name!r} has a default in the original, none in the replacement")
+                problems.append(message("runtime.sig.lost-default", name=name))
     if any(k == VAR_POSITIONAL for _, k, _ in original) and not takes_args:
-        problems.append("the original takes *args, the replacement does not")
+        problems.append(message("runtime.sig.no-args"))
     if any(k == VAR_KEYWORD for _, k, _ in original) and not takes_kwargs:
-        problems.append("the original takes **kwargs, the replacement does not")
+        problems.append(message("runtime.sig.no-kwargs"))
     orig_names = {p[0] for p in original}
     for index, (name, kind, default) in enumerate(replacement):
         if kind in (VAR_POSITIONAL, VAR_KEYWORD) or default:
             continue
         if name not in orig_names and not (kind != KEYWORD_ONLY and index < len(orig_pos)):
-            problems.append(f"the replacement requires {name!r}, which the original does not take")
+            problems.append(message("runtime.sig.extra-required", name=name))
     return problems
 
 

@@ -76,7 +76,7 @@ def _target(
             record.kind = "class-swap"
         _signatures(record, found, replacement, scan, trees.base)
     else:
-        record.status, record.reason = found.reason, found.detail
+        record.status, record.reason = found.reason, found.why
         if found.reason == "absent":
             elsewhere = named_elsewhere(trees.base, found, target)
             record.moved_to = [f"{path} ({d.file}:{d.line})" for path, d in elsewhere]

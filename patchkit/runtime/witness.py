@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.audit.model import RuntimeTarget
+from patchkit.values import message
 
 PROBE = Path(__file__).with_name("probe.py")
 QUIET = {"VLLM_LOGGING_LEVEL": "ERROR", "PYTHONWARNINGS": "ignore", "TOKENIZERS_PARALLELISM": "false"}
@@ -52,27 +53,32 @@ def compare(record: RuntimeTarget, real: dict[str, Any]) -> dict[str, Any]:
     if not real.get("imported"):
         return {"ran": False, "error": real.get("error", "")}
     static_exists = record.status not in ("missing", "added", "unknown")
-    differences, compared = [], ["exists"]
+    differences: list[dict[str, Any]] = []
+    compared = ["exists"]
     if record.status != "unknown" and real.get("exists") != static_exists:
-        differences.append(f"exists: static {static_exists}, real {real.get('exists')}")
+        differences.append(
+            message("runtime.diff.exists", static=str(static_exists), real=str(real.get("exists")))
+        )
     if real.get("exists") and static_exists:
         static_kind = record.original_kind
         if static_kind in ("module", "class", "function"):
             compared.append("kind")
             if real.get("kind") != static_kind:
-                differences.append(f"kind: static {static_kind}, real {real.get('kind')}")
+                differences.append(
+                    message("runtime.diff.kind", static=static_kind, real=str(real.get("kind")))
+                )
         if record.parameters is not None and real.get("signature") is not None:
             compared.append("signature")
             if real["signature"] != record.parameters:
-                differences.append("signature: static and real parameters differ")
+                differences.append(message("runtime.diff.signature"))
         if record.source_sha256 and real.get("source_sha256"):
             compared.append("source")
             if real["source_sha256"] != record.source_sha256:
-                differences.append("source: the imported source is not the pinned tree's")
+                differences.append(message("runtime.diff.source"))
             where = f"{real.get('file')}:{real.get('line')}"
             compared.append("place")
             if where != record.defined_in:
-                differences.append(f"place: static {record.defined_in}, real {where}")
+                differences.append(message("runtime.diff.place", static=record.defined_in, real=where))
     return {
         "ran": True,
         "exists": real.get("exists"),
