@@ -190,6 +190,19 @@ def test_a_replacement_that_uses_a_name_the_pin_lacks_fails_the_uses_gate(tmp_pa
     assert "vllm.engine.utils.get_device_ids" in row.guide["lead"]["en"]
 
 
+def test_a_setattr_whose_name_reading_cannot_evaluate_is_listed_not_settled(tmp_path):
+    plugin = tmp_path / "plug"
+    plugin.mkdir()
+    (plugin / "patch_dynamic.py").write_text(
+        "from vllm.core import sched\n\n\ndef name():\n    return 'schedule'\n\n\n"
+        "setattr(sched.Scheduler, name(), lambda self: [])\n"
+    )
+    (row,) = fill_words(run_runtime(plugin, RuntimeOptions(_pin(NEW, "0.2"), NEW))).patches
+    (target,) = row.targets
+    assert (target.target, target.status, target.lines) == ("vllm.core.sched.Scheduler.?", "unknown", [8])
+    assert {g.gate: g.status for g in row.gates}["targets"] == "could-not-run" and row.verdict == "incomplete"
+
+
 # --------------------------------------------------------------------------- the real witness
 
 

@@ -183,7 +183,10 @@ def scan_plugin(plugin_dir: Path, plugin_root: Path) -> tuple[list[ModuleScan], 
             raise UserError(f"does not parse: {exc.msg}", f"{path}:{exc.lineno}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"cannot read: {exc}", str(path)) from None
-        (scans if scan.sites or scan.outside else quiet).append(scan if scan.sites or scan.outside else rel)
+        if scan.sites or scan.outside or scan.unnamed:
+            scans.append(scan)
+        else:
+            quiet.append(rel)
     return scans, quiet
 
 

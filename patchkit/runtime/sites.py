@@ -59,7 +59,7 @@ class ModuleScan:
     aliases: dict[str, str] = field(default_factory=dict)  # name -> dotted (vLLM, plugin or other)
     defs: dict[str, ast.AST] = field(default_factory=dict)  # module-level def / class by name
     read_attributes: set[str] = field(default_factory=set)  # every ``x.name`` the module reads
-    unnamed: list[int] = field(default_factory=list)  # setattr on a vLLM object, name not readable
+    unnamed: list[tuple[str, int]] = field(default_factory=list)  # setattr(vLLM object, unreadable name)
 
 
 def scan_module(rel: str, module: str, source: str, is_package: bool = False) -> ModuleScan:
@@ -216,8 +216,8 @@ class _SiteVisitor(ast.NodeVisitor):
                     node.args[2],
                     handed=self._handed(node.args[0]),
                 )
-            if owner is not None and not labels:
-                self.scan.unnamed.append(node.lineno)
+            if owner is not None and not labels and _is_vllm(owner):
+                self.scan.unnamed.append((owner, node.lineno))
         elif len(node.args) >= 2 and (registered := _literal_vllm(node.args[0])) is not None:
             replacement = node.args[1]
             if isinstance(replacement, ast.Name) and replacement.id in self.scan.defs:

@@ -13,6 +13,7 @@ from patchkit.runtime.registry import items_for
 from patchkit.runtime.resolve import Definition, Resolution, SourceIndex, Unresolved, dotted_name
 from patchkit.runtime.since import compare
 from patchkit.runtime.sites import ModuleScan, Site, expand
+from patchkit.values import message
 
 WRAPPERS = ("staticmethod", "classmethod")
 
@@ -44,6 +45,16 @@ def module_targets(scan: ModuleScan, trees: Trees, registry: dict | None) -> lis
         ):
             continue  # @register("vllm.x"): the module is handed to the def; its assignments are the sites
         out.append(_target(scan, target, sites, found, trees, registry, own))
+    for owner, line in scan.unnamed:  # setattr(vllm_object, computed_name, ours)
+        out.append(
+            RuntimeTarget(
+                target=f"{owner}.?",
+                kind="setattr",
+                lines=[line],
+                status="unknown",
+                reason=message("runtime.why.setattr-name"),
+            )
+        )
     return out
 
 
