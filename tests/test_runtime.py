@@ -351,3 +351,20 @@ def test_every_runtime_message_is_in_both_catalogues_with_the_same_placeholders(
     for key in sorted(keys):
         assert key in en and key in zh, key
         assert fields(en[key]) == fields(zh[key]), key
+
+
+def test_since_takes_a_pin_file_or_a_version_on_the_index(tmp_path):
+    from patchkit.commands.runtime import _since
+    from patchkit.config import load_pin
+    from patchkit.errors import UserError
+
+    project = load_pin(Path(__file__).parents[1] / "patchkit.toml")
+    assert _since(str(Path(__file__).parents[1] / "patchkit.toml")) == project
+    by_version = _since(f"vllm=={project.version}")  # the index's sha256, as `patchkit pin` takes it
+    assert (by_version.source, by_version.version, by_version.sha256) == (
+        "index",
+        project.version,
+        project.sha256,
+    )
+    with pytest.raises(UserError, match="neither a pin file nor NAME==VERSION"):
+        _since(str(tmp_path / "no-such.toml"))
