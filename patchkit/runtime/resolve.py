@@ -18,6 +18,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from patchkit.runtime import bindings
+from patchkit.runtime.bindings import dotted_name
 from patchkit.values import message
 
 OBJECT_ATTRIBUTES = frozenset(dir(object)) | {"__init_subclass__", "__class_getitem__"}
@@ -154,20 +156,20 @@ class SourceIndex:
                 owner,
                 message("runtime.why.no-parse", file=owner.file),
             )
-        module_name = _module_name(owner.file)
-        binding = _last_binding(parsed[0].body, name)
+        module_name = bindings.module_name(owner.file)
+        binding = bindings.last_binding(parsed[0].body, name)
         if binding is not None:
             return self._binding(owner, binding, name, dotted, module_name, depth)
         package = module_name if owner.file.endswith("__init__.py") else None
         if package is not None and (sub := self.module_file(f"{package}.{name}")) is not None:
             return _module(dotted, sub)
-        for star in _star_imports(parsed[0].body):
-            source = _absolute(star, module_name, package is not None)
+        for star in bindings.star_imports(parsed[0].body):
+            source = bindings.absolute_module(star, module_name, package is not None)
             if (rel := self.module_file(source)) is not None:
                 found = self.member(_module(source, rel), name, dotted, depth + 1)
                 if isinstance(found, Definition):
                     return _via(found, f"{owner.file}:{star.lineno}")
-        if _last_binding(parsed[0].body, "__getattr__") is not None:
+        if bindings.last_binding(parsed[0].body, "__getattr__") is not None:
             return Unresolved(
                 dotted,
                 "unknown",
@@ -191,7 +193,13 @@ class SourceIndex:
             kind = "class" if isinstance(node, ast.ClassDef) else "function"
             qual = f"{owner.qualname}.{node.name}" if owner.qualname else node.name
             return Definition(
-                dotted, kind, owner.file, _first_line(node), node.end_lineno or node.lineno, qual, node=node
+                dotted,
+                kind,
+                owner.file,
+                bindings.first_line(node),
+                node.end_lineno or node.lineno,
+                qual,
+                node=node,
             )
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -200,7 +208,7 @@ class SourceIndex:
                     return _via(self._resolve(target, depth + 1), where)
         if isinstance(node, ast.ImportFrom):
             package = owner.file.endswith("__init__.py")
-            source = _absolute(node, module_name, package)
+            source = bindings.absolute_module(node, module_name, package)
             for alias in node.names:
                 if (alias.asname or alias.name) == name:
                     return _via(self._resolve(f"{source}.{alias.name}", depth + 1), where)
@@ -221,9 +229,9 @@ class SourceIndex:
     def _class_member(self, owner: Definition, name: str, dotted: str, depth: int) -> Resolution:
         node = owner.node
         assert isinstance(node, ast.ClassDef)
-        binding = _last_binding(node.body, name, in_class=True)
+        binding = bindings.last_binding(node.body, name, in_class=True)
         if binding is not None:
-            return self._binding(owner, binding, name, dotted, _module_name(owner.file), depth)
+            return self._binding(owner, binding, name, dotted, bindings.module_name(owner.file), depth)
         outside: list[str] = []
         for base in node.bases:
             chain = dotted_name(base)
@@ -261,7 +269,7 @@ class SourceIndex:
 
     def class_base(self, owner: Definition, chain: str, depth: int) -> Resolution:
         """A base class expression of ``owner``, resolved in the module that defines ``owner``."""
-        module = _module_name(owner.file)
+        module = bindings.module_name(owner.file)
         module_def = _module(module, owner.file)
         first, *rest = chain.split(".")
         found = self.member(module_def, first, f"{module}.{first}", depth + 1)
@@ -286,8 +294,8 @@ class SourceIndex:
                 continue
             if not pattern.search(text) or (parsed := self.parsed(rel)) is None:
                 continue
-            module = _module_name(rel)
-            for node, qual in _definitions(parsed[0]):
+            module = bindings.module_name(rel)
+            for node, qual in bindings.definitions(parsed[0]):
                 if qual.split(".")[-1] == name:
                     kind = "class" if isinstance(node, ast.ClassDef) else "function"
                     if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -297,7 +305,7 @@ class SourceIndex:
                             f"{module}.{qual}",
                             kind,
                             rel,
-                            _first_line(node),
+                            bindings.first_line(node),
                             node.end_lineno or node.lineno,
                             qual,
                             node=node,
@@ -321,18 +329,7 @@ class SourceIndex:
         return [f for f in self._all_files if f.startswith(prefix)]
 
 
-# --------------------------------------------------------------------------- ast helpers
-
-
-def dotted_name(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
+# --------------------------------------------------------------------------- results
 
 
 def _module(dotted: str, rel: str) -> Definition:
@@ -353,98 +350,3 @@ def _via(found: Resolution, where: str) -> Resolution:
             found.node,
         )
     return found
-
-
-def _module_name(rel: str) -> str:
-    path = rel.removesuffix(".py")
-    return path.removesuffix("/__init__").replace("/", ".")
-
-
-def _absolute(node: ast.ImportFrom, module_name: str, is_package: bool) -> str:
-    if not node.level:
-        return node.module or ""
-    parts = module_name.split(".")
-    keep = len(parts) - node.level + (1 if is_package else 0)
-    base = parts[: max(keep, 0)]
-    return ".".join(base + ([node.module] if node.module else []))
-
-
-def _first_line(node: ast.AST) -> int:
-    decorators = getattr(node, "decorator_list", None) or []
-    return min([node.lineno, *(d.lineno for d in decorators)])
-
-
-def is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def runtime_statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements of a body that may run at import, flattened through if / try / with."""
-    out: list[ast.stmt] = []
-    for node in body:
-        if isinstance(node, ast.If):
-            out += runtime_statements(node.orelse if is_type_checking(node.test) else node.body + node.orelse)
-        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            handlers = [s for h in node.handlers for s in h.body]
-            out += runtime_statements(node.body + handlers + node.orelse + node.finalbody)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            out += runtime_statements(node.body)
-        else:
-            out.append(node)
-    return out
-
-
-def _binds(node: ast.stmt, name: str, in_class: bool) -> bool:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name == name
-    if isinstance(node, ast.Assign):
-        return any(_target_binds(t, name) for t in node.targets)
-    if isinstance(node, ast.AnnAssign):
-        return node.value is not None and _target_binds(node.target, name)
-    if isinstance(node, ast.Import) and not in_class:
-        return any((a.asname or a.name.split(".")[0]) == name for a in node.names)
-    if isinstance(node, ast.ImportFrom) and not in_class:
-        return any((a.asname or a.name) == name for a in node.names if a.name != "*")
-    return False
-
-
-def _target_binds(target: ast.expr, name: str) -> bool:
-    if isinstance(target, ast.Name):
-        return target.id == name
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return any(_target_binds(t, name) for t in target.elts)
-    return False
-
-
-def _last_binding(body: list[ast.stmt], name: str, in_class: bool = False) -> ast.stmt | None:
-    found = None
-    for node in runtime_statements(body):
-        if _binds(node, name, in_class):
-            found = node
-    return found
-
-
-def _star_imports(body: list[ast.stmt]) -> list[ast.ImportFrom]:
-    return [
-        n
-        for n in runtime_statements(body)
-        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
-    ]
-
-
-def _definitions(module: ast.Module) -> list[tuple[ast.stmt, str]]:
-    out: list[tuple[ast.stmt, str]] = []
-    for node in runtime_statements(module.body):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out.append((node, node.name))
-        elif isinstance(node, ast.ClassDef):
-            out.append((node, node.name))
-            for inner in runtime_statements(node.body):
-                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    out.append((inner, f"{node.name}.{inner.name}"))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            out += [(node, t.id) for t in targets if isinstance(t, ast.Name)]
-    return out

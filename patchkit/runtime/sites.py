@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from patchkit.runtime.resolve import dotted_name
+from patchkit.runtime.bindings import absolute_module, dotted_name
 
 TOP = "vllm"
 
@@ -97,7 +97,7 @@ def _collect_imports(scan: ModuleScan, tree: ast.Module, module: str, is_package
                 if _is_vllm(alias.name):
                     scan.uses.append(Use(alias.name, node.lineno))
         elif isinstance(node, ast.ImportFrom):
-            source = _absolute(node, module, is_package)
+            source = absolute_module(node, module, is_package)
             for alias in node.names:
                 if alias.name == "*":
                     continue
@@ -323,11 +323,3 @@ def _literal_vllm(node: ast.AST) -> str | None:
 
 def _is_vllm(dotted: str) -> bool:
     return dotted == TOP or dotted.startswith(TOP + ".")
-
-
-def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
-    if not node.level:
-        return node.module or ""
-    parts = module.split(".")
-    keep = len(parts) - node.level + (1 if is_package else 0)
-    return ".".join(parts[: max(keep, 0)] + ([node.module] if node.module else []))

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from patchkit.audit.model import RuntimeTarget
 from patchkit.runtime import signature
+from patchkit.runtime.bindings import dotted_name
 from patchkit.runtime.registry import items_for
-from patchkit.runtime.resolve import Definition, Resolution, SourceIndex, Unresolved, dotted_name
+from patchkit.runtime.resolve import Definition, Resolution, SourceIndex, Unresolved
 from patchkit.runtime.since import compare
 from patchkit.runtime.sites import ModuleScan, Site, expand
 from patchkit.values import message
