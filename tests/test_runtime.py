@@ -44,6 +44,15 @@ def _targets(result: AuditResult) -> dict[str, object]:
     return {t.target: t for pa in result.patches for t in pa.targets}
 
 
+def _one_module(tmp_path: Path, text: str, tree: Path = NEW, version: str = "0.2"):
+    """The row of a one-module plugin of ours, against ``tree`` (no older pin)."""
+    plugin = tmp_path / "plug"
+    plugin.mkdir()
+    (plugin / "patch_one.py").write_text(text)
+    (row,) = fill_words(run_runtime(plugin, RuntimeOptions(_pin(tree, version), tree))).patches
+    return row
+
+
 def _row(result: AuditResult, name: str):
     return next(pa for pa in result.patches if pa.patch == name)
 
@@ -174,15 +183,12 @@ def test_the_plugins_registry_note_is_shown_beside_its_module():
 
 
 def test_a_replacement_that_uses_a_name_the_pin_lacks_fails_the_uses_gate(tmp_path):
-    plugin = tmp_path / "plug"
-    plugin.mkdir()
-    (plugin / "patch_uses.py").write_text(
+    row = _one_module(
+        tmp_path,
         "from vllm.engine.utils import get_device_ids\nimport vllm.core.cache\n\n\n"
         "def allocate(num_blocks, block_size=16):\n    return get_device_ids(num_blocks)\n\n\n"
-        "vllm.core.cache.allocate = allocate\n"
+        "vllm.core.cache.allocate = allocate\n",
     )
-    options = RuntimeOptions(_pin(NEW, "0.2"), NEW)
-    (row,) = fill_words(run_runtime(plugin, options)).patches
     assert {g.gate: g.status for g in row.gates}["uses"] == "failed"
     assert row.targets[0].uses == [
         {"name": "vllm.engine.utils.get_device_ids", "line": 6, "status": "absent"}
@@ -191,13 +197,11 @@ def test_a_replacement_that_uses_a_name_the_pin_lacks_fails_the_uses_gate(tmp_pa
 
 
 def test_a_setattr_whose_name_reading_cannot_evaluate_is_listed_not_settled(tmp_path):
-    plugin = tmp_path / "plug"
-    plugin.mkdir()
-    (plugin / "patch_dynamic.py").write_text(
+    row = _one_module(
+        tmp_path,
         "from vllm.core import sched\n\n\ndef name():\n    return 'schedule'\n\n\n"
-        "setattr(sched.Scheduler, name(), lambda self: [])\n"
+        "setattr(sched.Scheduler, name(), lambda self: [])\n",
     )
-    (row,) = fill_words(run_runtime(plugin, RuntimeOptions(_pin(NEW, "0.2"), NEW))).patches
     (target,) = row.targets
     assert (target.target, target.status, target.lines) == ("vllm.core.sched.Scheduler.?", "unknown", [8])
     assert {g.gate: g.status for g in row.gates}["targets"] == "could-not-run" and row.verdict == "incomplete"
@@ -295,9 +299,8 @@ def test_the_probe_needs_no_patchkit():
 
 def test_targets_in_the_pinned_vllm_sdist(pinned_base, tmp_path):
     """A plugin of ours against the real vLLM 0.33.0 tree (the project's pin; lines checked with grep)."""
-    plugin = tmp_path / "plug"
-    plugin.mkdir()
-    (plugin / "patch_real.py").write_text(
+    row = _one_module(
+        tmp_path,
         "import vllm.v1.core.kv_cache_utils\n"
         "from vllm.model_executor.layers.attention import mla_attention\n"
         "from vllm.v1.core.block_pool import BlockPool\n\n\n"
@@ -305,10 +308,10 @@ def test_targets_in_the_pinned_vllm_sdist(pinned_base, tmp_path):
         "def free_blocks(self, ordered_blocks, extra):\n    pass\n\n\n"
         "vllm.v1.core.kv_cache_utils.get_block_hash = get_block_hash\n"
         "BlockPool.free_blocks = free_blocks\n"
-        "mla_attention.get_mla_prefill_backend = lambda vllm_config: None\n"
+        "mla_attention.get_mla_prefill_backend = lambda vllm_config: None\n",
+        pinned_base,
+        "0.33.0",
     )
-    options = RuntimeOptions(Pin(source="path", path=str(pinned_base), version="0.33.0"), pinned_base)
-    (row,) = fill_words(run_runtime(plugin, options)).patches
     found = {t.target: t for t in row.targets}
     assert (
         found["vllm.v1.core.kv_cache_utils.get_block_hash"].defined_in == "vllm/v1/core/kv_cache_utils.py:72"
