@@ -133,3 +133,10 @@ def test_the_registry_comment_in_vllm_ascends_shape():
     assert first["targets"] == ["vllm.a.f", "vllm.a.g"] and first["why"] == "it is slow on our device."
     assert (first["how"], first["pr"], first["plan"]) == ("replace it.", "No, not yet.", "Drop it.")
     assert second["targets"] == ["vllm.b.Child.own"] and second["why"] == "other."
+
+
+def test_an_else_branch_reads_as_the_opposite_test():
+    from patchkit.runtime.bindings import guard_texts
+
+    assert guard_texts(ast.parse("not is_310p()", mode="eval").body) == ("if not is_310p()", "if is_310p()")
+    assert guard_texts(ast.parse("v == '0.1'", mode="eval").body) == ("if v == '0.1'", "if not (v == '0.1')")

@@ -110,3 +110,11 @@ def definitions(module: ast.Module) -> list[tuple[ast.stmt, str]]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             out += [(node, t.id) for t in targets if isinstance(t, ast.Name)]
     return out
+
+
+def guard_texts(test: ast.expr) -> tuple[str, str]:
+    """("if T", "if not (T)") for an ``if`` and its ``else``; ``if not X`` has the else ``if X``."""
+    text = ast.unparse(test)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return f"if {text}", f"if {ast.unparse(test.operand)}"
+    return f"if {text}", f"if not ({text})"

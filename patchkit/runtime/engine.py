@@ -15,6 +15,7 @@ from patchkit.audit.model import AuditResult, PatchAudit, RuntimeTarget
 from patchkit.errors import UserError
 from patchkit.runtime import gates as checks
 from patchkit.runtime import witness
+from patchkit.runtime.bindings import guard_texts
 from patchkit.runtime.guide import guide
 from patchkit.runtime.registry import read_registry
 from patchkit.runtime.resolve import SourceIndex
@@ -150,9 +151,9 @@ def _guarded_imports(body: list[ast.stmt], tests: list[str]):
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
             yield node, tests
         elif isinstance(node, ast.If):
-            test = ast.unparse(node.test)
-            yield from _guarded_imports(node.body, [*tests, f"if {test}"])
-            yield from _guarded_imports(node.orelse, [*tests, f"if not ({test})"])
+            then, otherwise = guard_texts(node.test)
+            yield from _guarded_imports(node.body, [*tests, then])
+            yield from _guarded_imports(node.orelse, [*tests, otherwise])
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield from _guarded_imports(node.body, [*tests, f"in {node.name}()"])
         elif isinstance(node, (ast.Try, ast.With)):

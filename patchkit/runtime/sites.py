@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from patchkit.runtime.bindings import absolute_module, dotted_name
+from patchkit.runtime.bindings import absolute_module, dotted_name, guard_texts
 
 TOP = "vllm"
 
@@ -147,10 +147,10 @@ class _SiteVisitor(ast.NodeVisitor):
     # --------------------------------------------------------------- scopes
 
     def visit_If(self, node: ast.If) -> None:
-        test = ast.unparse(node.test)
+        then, otherwise = guard_texts(node.test)
         self.visit(node.test)
-        self._within(f"if {test}", node.body)
-        self._within(f"if not ({test})", node.orelse)
+        self._within(then, node.body)
+        self._within(otherwise, node.orelse)
 
     def _within(self, guard: str, body: list[ast.stmt]) -> None:
         self.guard.append(guard)
