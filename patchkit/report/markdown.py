@@ -108,10 +108,11 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
     title = p.title.get(lang) or p.title.get("en") or p.domain
     added = sum(f.get("added", 0) for f in p.files)
     removed = sum(f.get("removed", 0) for f in p.files)
+    size = t("ui.runtime.target_count", lang, count=len(p.targets)) if p.targets else f"+{added}/-{removed}"
     out = [
         "<details>",
         f"<summary>{number}. {_cell(p.patch)} — {_cell(title)} — {_word('ui.verdict', p.verdict, lang)}"
-        f" (+{added}/-{removed})</summary>",
+        f" ({size})</summary>",
         "",
     ]
     out += [f"- {_cell(reason)}" for reason in reason_texts(p, lang)]
