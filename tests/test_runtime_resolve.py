@@ -140,3 +140,19 @@ def test_an_else_branch_reads_as_the_opposite_test():
 
     assert guard_texts(ast.parse("not is_310p()", mode="eval").body) == ("if not is_310p()", "if is_310p()")
     assert guard_texts(ast.parse("v == '0.1'", mode="eval").body) == ("if v == '0.1'", "if not (v == '0.1')")
+
+
+def test_what_an_older_pin_could_not_tell_is_not_a_change(tmp_path):
+    from patchkit.runtime.since import compare
+
+    trees = {}
+    for name, text in (("old", "def __getattr__(name):\n    raise AttributeError(name)\n"),
+                       ("new", "def f():\n    pass\n")):  # fmt: skip
+        (tmp_path / name / "vllm").mkdir(parents=True)
+        (tmp_path / name / "vllm" / "__init__.py").write_text("")
+        (tmp_path / name / "vllm" / "m.py").write_text(text)
+        trees[name] = SourceIndex(tmp_path / name)
+    old, new = trees["old"], trees["new"]
+    assert compare("vllm.m.f", old.resolve("vllm.m.f"), new.resolve("vllm.m.f"), old, new) == ("present", "")
+    assert compare("vllm.m.g", old.resolve("vllm.m.g"), new.resolve("vllm.m.g"), old, new) == ("absent", "")
+    assert compare("vllm.m.f", new.resolve("vllm.m.f"), old.resolve("vllm.m.f"), new, old) == ("unknown", "")

@@ -15,16 +15,15 @@ def compare(
 ) -> tuple[str, str]:
     """(status, diff) of ``target`` from the older pin to the pin.
 
-    missing: the older pin had it, the pin does not; absent: neither has it;
-    new-upstream: only the pin has it; signature-changed / body-changed / unchanged: both have it."""
-    if isinstance(new, Unresolved) or isinstance(old, Unresolved):
-        if isinstance(new, Unresolved) and new.reason == "absent":
-            if isinstance(old, Definition):
-                return "missing", ""
-            return ("absent", "") if old.reason == "absent" else ("unknown", "")
-        if isinstance(old, Unresolved) and old.reason == "absent" and isinstance(new, Definition):
-            return "new-upstream", ""
+    missing: the older pin had it, the pin does not; absent: the pin lacks it, the older pin did not
+    have it either (or could not tell); new-upstream: only the pin has it; present: the pin has it,
+    reading the older pin could not tell; signature-changed / body-changed / unchanged: both have it."""
+    if isinstance(new, Unresolved):
+        if new.reason == "absent":  # what the pin lacks: missing if the older pin had it
+            return ("missing", "") if isinstance(old, Definition) else ("absent", "")
         return "unknown", ""
+    if isinstance(old, Unresolved):  # the pin has it: new upstream, or the older pin could not tell
+        return ("new-upstream", "") if old.reason == "absent" else ("present", "")
     if not new.file or not old.file:  # external or builtin on either side: nothing to read
         return "unchanged" if (new.kind, new.detail) == (old.kind, old.detail) else "body-changed", ""
     old_text, new_text = old_index.source(old), new_index.source(new)
