@@ -99,7 +99,9 @@ def _row(
     error: str | None,
 ) -> PatchAudit:
     """One patch module as one audit row: its checks, verdict, guide, targets and registry note."""
-    results = [checks.targets_gate(targets, ctx, guards), checks.signature_gate(targets, ctx)]
+    results = [checks.targets_gate(targets, ctx, guards)]
+    if checks.comparable(targets):  # no def beside a def: nothing to compare, no claim made
+        results.append(checks.signature_gate(targets, ctx))
     if ctx.old:
         results.append(checks.upstream_gate(targets, ctx))
     results.append(checks.uses_gate(uses, ctx))

@@ -1,9 +1,10 @@
 """A plugin module's checks, each a ``GateResult`` whose ``details["evidence"]`` names its witness:
 the static reading of the pinned tree, or the real interpreter.
 
-``targets`` every target is in the pin · ``signature`` each replacement accepts its original's
-calls · ``upstream`` (with ``--since``) no original changed between the pins · ``uses`` the
-module's own vLLM names resolve in the pin · ``witness`` (with ``--python``) a real import agrees.
+``targets`` every target is in the pin · ``signature`` (where a def replaces a def) each
+replacement accepts its original's calls · ``upstream`` (with ``--since``) no original changed
+between the pins · ``uses`` the module's own vLLM names resolve in the pin · ``witness`` (with
+``--python``) a real import agrees.
 """
 
 from __future__ import annotations
@@ -78,16 +79,18 @@ def targets_gate(targets: list[RuntimeTarget], ctx: Context, imported_when: list
     )
 
 
+def comparable(targets: list[RuntimeTarget]) -> list[RuntimeTarget]:
+    """The targets whose original and replacement both have a signature the reader found."""
+    return [t for t in targets if t.replacement_signature and t.signature]
+
+
 def signature_gate(targets: list[RuntimeTarget], ctx: Context) -> GateResult:
-    compared = [t for t in targets if t.replacement_signature and t.signature]
+    compared = comparable(targets)
     wrong = [t.target for t in compared if t.signature_problems]
     if wrong:
         return _gate(
             "signature", "failed", "gate.runtime.signature.failed", ctx.static, count=len(wrong), names=wrong
         )
-    if not compared:
-        reason = "no replacement here is a def or lambda beside a def in the pin"
-        return _gate("signature", "skipped", "gate.runtime.signature.none", ctx.static, {"reason": reason})
     return _gate("signature", "passed", "gate.runtime.signature.passed", ctx.static, count=len(compared))
 
 
