@@ -207,6 +207,23 @@ def test_a_setattr_whose_name_reading_cannot_evaluate_is_listed_not_settled(tmp_
     assert {g.gate: g.status for g in row.gates}["targets"] == "could-not-run" and row.verdict == "incomplete"
 
 
+def test_an_attribute_set_only_if_vllm_lacks_it_is_added_and_module_dunders_resolve(tmp_path):
+    row = _one_module(
+        tmp_path,
+        "from vllm.core import cache\nfrom vllm.core.cache import BlockPool\n\n"
+        "if not hasattr(BlockPool, 'grow'):\n    BlockPool.grow = lambda self, n: None\n"
+        "NAME = cache.__name__\n",
+    )
+    (grow,) = row.targets
+    assert (grow.target, grow.status, grow.guard) == (
+        "vllm.core.cache.BlockPool.grow",
+        "added",
+        ["if not hasattr(BlockPool, 'grow')"],
+    )
+    assert {u["name"]: u["status"] for u in row.gates[-1].details["uses"]}["vllm.core.cache.__name__"] == "ok"
+    assert row.verdict == "ready"
+
+
 # --------------------------------------------------------------------------- the real witness
 
 

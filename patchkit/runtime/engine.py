@@ -20,7 +20,7 @@ from patchkit.runtime.guide import guide
 from patchkit.runtime.registry import read_registry
 from patchkit.runtime.resolve import SourceIndex
 from patchkit.runtime.sites import ModuleScan, scan_module
-from patchkit.runtime.targets import Trees, module_targets, use_status
+from patchkit.runtime.targets import Trees, adds_when_absent, module_targets, use_status
 from patchkit.values import Pin
 
 STATIC_TOOL = "patchkit.runtime (ast reading of the pinned tree)"
@@ -241,6 +241,8 @@ def _settled(target: RuntimeTarget) -> str:
     absent one) missing when the plugin reads the original or its registry names it, else added."""
     if target.real.get("exists"):
         return "present"
+    if adds_when_absent(target):
+        return "added"
     return "missing" if target.captured or target.registry else "added"
 
 

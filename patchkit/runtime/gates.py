@@ -95,7 +95,8 @@ def signature_gate(targets: list[RuntimeTarget], ctx: Context) -> GateResult:
 
 
 def upstream_gate(targets: list[RuntimeTarget], ctx: Context) -> GateResult:
-    changed = [t.target for t in targets if t.status in CHANGED or t.status == "missing"]
+    gone = [t for t in targets if t.status == "missing" and t.old_defined_in]  # the older pin had it
+    changed = [t.target for t in targets if t.status in CHANGED] + [t.target for t in gone]
     if changed:
         return _gate(
             "upstream",

@@ -23,6 +23,8 @@ from patchkit.runtime.bindings import dotted_name
 from patchkit.values import message
 
 OBJECT_ATTRIBUTES = frozenset(dir(object)) | {"__init_subclass__", "__class_getitem__"}
+MODULE_ATTRIBUTES = frozenset({"__name__", "__file__", "__doc__", "__dict__", "__spec__", "__loader__",
+                               "__package__", "__path__", "__builtins__", "__cached__"})  # fmt: skip
 OUTSIDE = "may come from a base outside the tree: "
 MAX_DEPTH = 40  # re-exports and bases followed for one name; deeper is a cycle we did not see
 
@@ -158,6 +160,8 @@ class SourceIndex:
             )
         module_name = bindings.module_name(owner.file)
         binding = bindings.last_binding(parsed[0].body, name)
+        if binding is None and name in MODULE_ATTRIBUTES:  # every module has these
+            return Definition(dotted, "builtin", detail=f"module.{name}")
         if binding is not None:
             return self._binding(owner, binding, name, dotted, module_name, depth)
         package = module_name if owner.file.endswith("__init__.py") else None

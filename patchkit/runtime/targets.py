@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from dataclasses import dataclass
 
 from patchkit.audit.model import RuntimeTarget
@@ -194,7 +195,10 @@ def absent_status(
 
     missing: the plugin reads the original first, or its registry names the target, or the owner is
     a module and vLLM defines that name at module level elsewhere (an import the module lost);
-    added: the plugin keeps a vLLM original there or reads the attribute itself, or none of that."""
+    added: the plugin sets it only ``if not hasattr(...)``, keeps a vLLM original there or reads the
+    attribute itself, or none of that."""
+    if adds_when_absent(record):
+        return "added"
     if record.captured or record.registry:
         return "missing"
     for site in sites:
@@ -208,6 +212,13 @@ def absent_status(
         if any("." not in d.qualname for d in elsewhere):
             return "missing"
     return "added"
+
+
+def adds_when_absent(record: RuntimeTarget) -> bool:
+    """The site runs only ``if not hasattr(owner, "name")``: the plugin adds what vLLM lacks."""
+    name = re.escape(record.target.rpartition(".")[2])
+    pattern = re.compile(rf"if not hasattr\([^,]+,\s*['\"]{name}['\"]\)")
+    return any(pattern.fullmatch(guard) for guard in record.guard)
 
 
 def named_elsewhere(base: SourceIndex, missing: Unresolved, target: str) -> list[tuple[str, Definition]]:
