@@ -239,6 +239,30 @@ def test_the_real_import_agrees_with_the_static_answer(monkeypatch):
     assert compared == ["exists", "kind", "signature", "source", "place"]
 
 
+def test_what_reading_cannot_settle_the_real_import_settles_and_claims_no_agreement(tmp_path, monkeypatch):
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(NEW, tree)
+    lazy = "def __getattr__(name):\n    if name == 'thing':\n        return len\n    raise AttributeError"
+    (tree / "vllm" / "lazy.py").write_text(lazy + "\n")
+    monkeypatch.setenv("PYTHONPATH", str(tree))
+    plugin = tmp_path / "plug"
+    plugin.mkdir()
+    (plugin / "patch_lazy.py").write_text("import vllm.lazy\n\nvllm.lazy.thing = print\n")
+    options = RuntimeOptions(_pin(tree, "0.2"), tree, python=sys.executable, timeout=120)
+    (row,) = fill_words(run_runtime(plugin, options)).patches
+    (thing,) = row.targets
+    assert (thing.status, thing.witness) == ("present", "interpreter")  # static: __getattr__, not settled
+    assert thing.real["agrees"] is None and thing.real["compared"] == []
+    witness = {g.gate: g for g in row.gates}["witness"]
+    assert witness.status == "passed" and witness.message.params == {
+        "count": 0,
+        "settled": 1,
+        "version": "None",
+    }
+
+
 def test_a_real_import_of_another_vllm_disagrees_and_says_where(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(OLD))  # static reads 0.2, the interpreter has 0.1
     result = _run(python=sys.executable)

@@ -150,7 +150,7 @@ def witness_gate(targets: list[RuntimeTarget], ctx: Context, error: str | None) 
         )
     ran = [t for t in targets if t.real.get("ran")]
     failed = [t for t in targets if not t.real.get("ran")]
-    wrong = [t.target for t in ran if not t.real.get("agrees")]
+    wrong = [t.target for t in ran if t.real.get("agrees") is False]
     if wrong:
         return _gate(
             "witness", "failed", "gate.runtime.witness.failed", ctx.real, count=len(wrong), names=wrong
@@ -168,9 +168,9 @@ def witness_gate(targets: list[RuntimeTarget], ctx: Context, error: str | None) 
             reason=first,
         )
     version = str((ctx.real or {}).get("vllm"))
-    return _gate(
-        "witness", "passed", "gate.runtime.witness.passed", ctx.real, count=len(ran), version=version
-    )
+    agreed = sum(t.real.get("agrees") is True for t in ran)
+    return _gate("witness", "passed", "gate.runtime.witness.passed", ctx.real, count=agreed,
+                 settled=len(ran) - agreed, version=version)  # fmt: skip
 
 
 def _witnessed(targets: list[RuntimeTarget], ctx: Context) -> dict[str, Any]:

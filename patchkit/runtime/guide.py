@@ -76,7 +76,7 @@ def guide(
                 theirs=t.replacement_signature,
                 why=list(t.signature_problems),
             )
-        if t.real.get("ran") and not t.real.get("agrees"):
+        if t.real.get("agrees") is False:
             add(
                 "runtime-witness-disagrees",
                 line,

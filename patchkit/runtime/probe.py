@@ -14,19 +14,23 @@ import sys
 
 
 def _import_prefix(parts):
-    """The longest importable module prefix of ``parts`` and its length; an ImportError of a
-    dependency (not of the prefix itself) is raised: the target could not be witnessed."""
-    for end in range(len(parts), 0, -1):
-        name = ".".join(parts[:end])
+    """The longest importable module prefix of ``parts`` and its length, walking down packages (a
+    module that is no package has no submodules to try). An ImportError of anything but the
+    submodule tried — a dependency — is raised: the target could not be witnessed."""
+    value = importlib.import_module(parts[0])
+    end = 1
+    while end < len(parts) and "__path__" in vars(value):
+        name = ".".join(parts[: end + 1])
+        if parts[end] in vars(value) and not inspect.ismodule(vars(value)[parts[end]]):
+            break  # the package binds that name to something else: an attribute, not a submodule
         try:
-            return importlib.import_module(name), end
+            value = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name and (
-                exc.name == name or name.startswith(exc.name + ".") or exc.name.startswith(name)
-            ):
-                continue
+            if exc.name == name:
+                break
             raise
-    raise ModuleNotFoundError(parts[0])
+        end += 1
+    return value, end
 
 
 def _shape(function):

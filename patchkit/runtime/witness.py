@@ -49,13 +49,17 @@ def compare(record: RuntimeTarget, real: dict[str, Any]) -> dict[str, Any]:
     """What the real import saw beside the static answer, and where they differ (an empty list: agree).
 
     Compared: exists; kind; the signature's (name, kind, default?) rows; the source lines' sha256, file
-    and first line. Only what both sides know is compared; ``compared`` lists it."""
+    and first line. Only what both sides know is compared; ``compared`` lists it. A target reading
+    could not settle is compared on nothing: the real answer settles it (``agrees`` is None)."""
     if not real.get("imported"):
         return {"ran": False, "error": real.get("error", "")}
-    static_exists = record.status not in ("missing", "added", "unknown")
+    if record.status == "unknown":
+        return {"ran": True, "exists": real.get("exists"), "kind": real.get("kind"), "file": real.get("file"),
+                "line": real.get("line"), "compared": [], "differences": [], "agrees": None}  # fmt: skip
+    static_exists = record.status not in ("missing", "added")
     differences: list[dict[str, Any]] = []
     compared = ["exists"]
-    if record.status != "unknown" and real.get("exists") != static_exists:
+    if real.get("exists") != static_exists:
         differences.append(
             message("runtime.diff.exists", static=str(static_exists), real=str(real.get("exists")))
         )
