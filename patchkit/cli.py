@@ -347,13 +347,9 @@ def cache_(
 @app.command()
 def runtime(
     plugin_dir: Annotated[Path, typer.Argument(help="the plugin's patch package (e.g. vllm_ascend/patch)")],
-    pin: Annotated[Optional[Path], typer.Option(help="patchkit.toml or pin file: the vLLM to check")] = None,
-    since: Annotated[
-        Optional[str], typer.Option(help="an older pin (file, or vllm==X.Y.Z): what changed between the two")
-    ] = None,
-    python: Annotated[
-        Optional[str], typer.Option(help="interpreter with the pinned vLLM installed: a real import witness")
-    ] = None,
+    pin: Annotated[Optional[Path], _CONFIG] = None,
+    since: Annotated[Optional[str], typer.Option(help="an older pin: a file, or vllm==X.Y.Z")] = None,
+    python: Annotated[Optional[str], typer.Option(help="a python with the pinned vLLM (real import)")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the runtime JSON here")] = None,
     html: Annotated[Optional[Path], typer.Option(help="write the HTML report here")] = None,
     md: Annotated[Optional[Path], typer.Option(help="write the Markdown report here")] = None,
@@ -361,9 +357,9 @@ def runtime(
     lang: Annotated[str, _LANG] = "en",
     timeout: Annotated[float, typer.Option(help="seconds the real import may take")] = 600,
 ) -> None:
-    """Find a plugin's monkeypatches (attribute assignments, setattr, class swaps, registries) and check
-    each target in the pinned vLLM: there, same signature, changed since --since (with the upstream diff).
-    Default reports: reports/runtime.json, .html, .md. Exit 0 all ready, 1 a check failed, 3 incomplete."""
+    """A plugin's monkeypatches checked against the pinned vLLM: each target there, its signature, its
+    change since --since (with the upstream diff). Default reports: reports/runtime.json, .html, .md.
+    Exit 0 all ready, 1 a check failed, 3 incomplete."""
     from patchkit.commands import audit as audit_command
     from patchkit.commands import runtime as command
 

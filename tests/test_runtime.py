@@ -312,8 +312,8 @@ def test_the_command_writes_the_reports_and_exits_by_verdict(tmp_path):
     out = tmp_path / "rt.json"
     ready = runner.invoke(app, ["runtime", str(PLUGIN), "--pin", str(pins["old"]), "--json", str(out)])
     assert ready.exit_code == 0, ready.output
-    bump = runner.invoke(app, ["runtime", str(PLUGIN), "--pin", str(pins["new"]), "--since", str(pins["old"]),
-                               "--json", str(out), "--md", str(tmp_path / "rt.md")])  # fmt: skip
+    args = ["runtime", str(PLUGIN), "--config", str(pins["new"]), "--since", str(pins["old"])]
+    bump = runner.invoke(app, [*args, "--json", str(out), "--md", str(tmp_path / "rt.md")])
     assert bump.exit_code == 1, bump.output
     assert "patch_moved.py:8: missing: vllm.engine.utils.get_device_ids" in bump.output
     record = json.loads(out.read_text())
