@@ -344,6 +344,29 @@ def cache_(
     _run(command.run, prune, older_than, everything, dry_run, json_out, json_out=json_out)
 
 
+@app.command()
+def runtime(
+    plugin_dir: Annotated[Path, typer.Argument(help="the plugin's patch package (e.g. vllm_ascend/patch)")],
+    pin: Annotated[Optional[Path], _CONFIG] = None,
+    since: Annotated[Optional[str], typer.Option(help="an older pin: a file, or vllm==X.Y.Z")] = None,
+    python: Annotated[Optional[str], typer.Option(help="a python with the pinned vLLM (real import)")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the runtime JSON here")] = None,
+    html: Annotated[Optional[Path], typer.Option(help="write the HTML report here")] = None,
+    md: Annotated[Optional[Path], typer.Option(help="write the Markdown report here")] = None,
+    junit: Annotated[Optional[Path], typer.Option(help="write a JUnit XML of the checks here")] = None,
+    lang: Annotated[str, _LANG] = "en",
+    timeout: Annotated[float, typer.Option(help="seconds the real import may take")] = 600,
+) -> None:
+    """A plugin's monkeypatches checked against the pinned vLLM: each target there, its signature, its
+    change since --since (with the upstream diff). Default reports: reports/runtime.json, .html, .md.
+    Exit 0 all ready, 1 a check failed, 3 incomplete."""
+    from patchkit.commands import audit as audit_command
+    from patchkit.commands import runtime as command
+
+    outputs = audit_command.Outputs(json_out, html, md, junit)
+    _run(command.run, plugin_dir, pin, since, python, outputs, lang, timeout, json_out=json_out)
+
+
 def main() -> None:
     """Run the CLI; a usage error (a bad choice, a missing argument) is written to ``--json F`` too."""
     # typer inspects the signature of every registered command at each start: when the command

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.series",),
     ("patchkit.split",),
     ("patchkit.apply",),
-    ("patchkit.audit",),
+    ("patchkit.audit", "patchkit.runtime"),
     ("patchkit.report",),
     ("patchkit.rebase", "patchkit.wheels"),
     ("patchkit.config", "patchkit.output"),

@@ -77,6 +77,40 @@ class FocusedTest(JsonMixin):
 
 
 @dataclass
+class RuntimeTarget(JsonMixin):
+    """One vLLM object a plugin module replaces at run time (``patchkit runtime``), as resolved.
+
+    status: present | unchanged | body-changed | signature-changed | missing | added | new-upstream |
+    unknown. ``witness`` says what decided it: "static" (the pinned tree read with ``ast``) or
+    "interpreter" (a real import; ``real`` holds what it saw)."""
+
+    target: str  # dotted: vllm.v1.core.kv_cache_utils.f
+    kind: str  # assign | setattr | class-swap | decorator | registry
+    lines: list[int]  # the plugin module's lines that replace it
+    status: str
+    witness: str = "static"
+    replacement: str = ""  # what the plugin puts there, as its source names it
+    guard: list[str] = field(default_factory=list)  # enclosing ``if`` tests and functions
+    captured: list[int] = field(default_factory=list)  # lines that keep the original in a name
+    original_kind: str = ""  # function | class | module | value | external | builtin | unresolved
+    defined_in: str = ""  # vllm/x.py:LINE of the original in the pin (re-exports and bases followed)
+    via: list[str] = field(default_factory=list)
+    reason: dict[str, Any] = field(default_factory=dict)  # why a target is missing or unknown (a message)
+    moved_to: list[str] = field(default_factory=list)  # same-named definitions elsewhere in the pin
+    signature: str = ""  # the original's, in the pin
+    parameters: list[list[Any]] | None = None  # the original's (name, kind, has a default) rows
+    replacement_signature: str = ""
+    signature_problems: list[dict[str, Any]] = field(default_factory=list)  # why a call may not fit
+    old_defined_in: str = ""  # with --since: where it was in the older pin
+    old_signature: str = ""
+    upstream_diff: str = ""  # the original's source, older pin -> pin (unified diff)
+    source_sha256: str = ""  # of the original's source lines in the pin
+    uses: list[dict[str, Any]] = field(default_factory=list)  # {name, line, status} inside the replacement
+    registry: list[dict[str, Any]] = field(default_factory=list)  # the plugin's notes naming it
+    real: dict[str, Any] = field(default_factory=dict)  # the interpreter's answer and the comparison
+
+
+@dataclass
 class PatchAudit(JsonMixin):
     patch: str  # file name
     domain: str
@@ -95,6 +129,8 @@ class PatchAudit(JsonMixin):
     # the CODEOWNERS lines that decided its files: {"line", "pattern", "owners", "files"}, most files first
     owner_lines: list[dict[str, Any]] = field(default_factory=list)
     focused_tests: list[FocusedTest] = field(default_factory=list)  # from upstream CI steps
+    targets: list[RuntimeTarget] = field(default_factory=list)  # ``patchkit runtime``: one per target
+    registry: dict[str, Any] = field(default_factory=dict)  # ``patchkit runtime``: the plugin's own note
 
 
 @dataclass

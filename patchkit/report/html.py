@@ -23,6 +23,7 @@ from patchkit.diff.filediff import parse_diff
 from patchkit.errors import UserError
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 from patchkit.report.pictures import label_grid, series_graph
+from patchkit.report.words import pick, runtime_word, target_counts
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
@@ -77,6 +78,9 @@ def render_html(result: AuditResult, lang: str) -> str:
             lang=lang,
             _=lambda key, **kw: t(key, lang, **kw),
             own_ruff_message=own_ruff_message,
+            runtime_word=lambda kind, value: runtime_word(kind, value, lang),
+            target_counts=target_counts(result, lang),
+            pick=lambda texts: pick(texts, lang),
             patches=patches,
             domains=domains,
             labels=dict(sorted(labels.items())),

@@ -6,6 +6,7 @@ from collections import Counter
 
 from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.report.i18n import reason_texts, summary_text, t
+from patchkit.report.words import pick, runtime_word, target_counts
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
 STATUS_ICON = {"passed": "✅", "failed": "❌", "could-not-run": "⚠️", "skipped": "⏭️"}
@@ -51,8 +52,9 @@ def _render(
     counts = Counter(p.verdict for p in result.patches)
     colon = t("punct.colon", lang)
     pin = result.base.version or result.base.rev or result.base.path or "-"
+    runtime = result.environment.get("kind") == "runtime"
     out = [
-        f"## {t('ui.title', lang)} — {_verdict(result.verdict, lang)}",
+        f"## {t('ui.runtime.title' if runtime else 'ui.title', lang)} — {_verdict(result.verdict, lang)}",
         "",
         t(
             "ui.counts",
@@ -67,6 +69,8 @@ def _render(
         + (f" · {t('ui.created', lang)}{colon}{_cell(result.created)}" if result.created else ""),
         "",
     ]
+    if runtime:
+        out += [t("ui.runtime.counts", lang, counts=_cell(target_counts(result, lang))), ""]
     if cut:
         out += [f"> {t('ui.md.cut', lang, what=t('list.sep', lang).join(cut))}", ""]
     if isinstance((result.guide or {}).get("lead"), dict):
@@ -75,7 +79,7 @@ def _render(
     gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
     out.append(
         "| # | "
-        + t("ui.patch", lang)
+        + t("ui.runtime.module" if runtime else "ui.patch", lang)
         + " | "
         + t("ui.verdict", lang)
         + " | "
@@ -104,10 +108,11 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
     title = p.title.get(lang) or p.title.get("en") or p.domain
     added = sum(f.get("added", 0) for f in p.files)
     removed = sum(f.get("removed", 0) for f in p.files)
+    size = t("ui.runtime.target_count", lang, count=len(p.targets)) if p.targets else f"+{added}/-{removed}"
     out = [
         "<details>",
         f"<summary>{number}. {_cell(p.patch)} — {_cell(title)} — {_word('ui.verdict', p.verdict, lang)}"
-        f" (+{added}/-{removed})</summary>",
+        f" ({size})</summary>",
         "",
     ]
     out += [f"- {_cell(reason)}" for reason in reason_texts(p, lang)]
@@ -121,6 +126,7 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
         depends = t("list.sep", lang).join(_cell(d) for d in p.depends_on)
         out.append(f"- {t('ui.depends', lang)}{t('punct.colon', lang)}{depends}")
     out += _upstream_lines(p, lang)
+    out += _target_lines(p, lang)
     if isinstance(p.guide.get("lead"), dict):
         lead = _cell(_pick(p.guide["lead"], lang))
         out += ["", f"> **{t('ui.lead', lang)}{t('punct.colon', lang).strip()}** {lead}"]
@@ -162,6 +168,27 @@ def _label_view(result: AuditResult, lang: str) -> list[str]:
         for label, names in sorted(labels.items())
     ]
     return out + [""]
+
+
+def _target_lines(p: PatchAudit, lang: str) -> list[str]:
+    """``patchkit runtime``: each target with its status and where the original is, and the plugin's note."""
+    if not p.targets:
+        return []
+    heads = [t(f"ui.runtime.{key}", lang) for key in ("target", "status", "original", "witness")]
+    out = ["", "| " + " | ".join(heads) + " |", "|---|---|---|---|"]
+    for target in p.targets:
+        line = f"{p.patch}:{target.lines[0]}" if target.lines else p.patch
+        status = runtime_word("status", target.status, lang)
+        original = _cell(target.defined_in or pick(target.reason, lang) or "–")
+        witness = runtime_word("witness", target.witness, lang)
+        out.append(f"| `{_cell(target.target)}` ({_cell(line)}) | {status} | `{original}` | {witness} |")
+    for item in p.registry.get("items", []) if isinstance(p.registry, dict) else []:
+        out.append("")
+        out.append(f"> **{t('ui.runtime.registry', lang)}** {_cell(item.get('title', ''))}")
+        for key in ("why", "how", "pr", "plan"):
+            if item.get(key):
+                out.append(f"> - {t('ui.runtime.' + key, lang)}{t('punct.colon', lang)}{_cell(item[key])}")
+    return out
 
 
 def _upstream_lines(p: PatchAudit, lang: str) -> list[str]:

@@ -8,11 +8,12 @@ guide's messages into ``{"en": ..., "zh": ...}``; the renderers then read the re
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit
-from patchkit.report.i18n import LANGS, message_text
+from patchkit.report.i18n import LANGS, catalogue, message_text, t
 
 
 def fill_words(result: AuditResult) -> AuditResult:
@@ -28,6 +29,11 @@ def fill_patch(audit: PatchAudit) -> PatchAudit:
     if audit.reason_messages:
         audit.reasons = [message_text(m) for m in audit.reason_messages]
     audit.guide = in_all_languages(audit.guide)
+    for target in audit.targets:  # patchkit runtime: the facts behind each target's status
+        target.reason = in_all_languages(target.reason)
+        target.signature_problems = in_all_languages(target.signature_problems)
+        if isinstance(target.real.get("differences"), list):
+            target.real["differences"] = in_all_languages(target.real["differences"])
     if isinstance(audit.guide.get("follow_ups"), list):  # several findings can ask the same thing
         unique: dict[str, Any] = {}
         for item in audit.guide["follow_ups"]:
@@ -70,3 +76,27 @@ def _is_message(value: Any) -> bool:
         and isinstance(value["key"], str)
         and isinstance(value["params"], Mapping)
     )
+
+
+def pick(texts: Any, lang: str) -> str:
+    """A filled ``{"en", "zh"}`` text in ``lang`` (else English); a message rendered; a string as is."""
+    if _is_message(texts):
+        return message_text(texts, lang)
+    if isinstance(texts, Mapping):
+        return str(texts.get(lang) or texts.get("en") or "")
+    return str(texts or "")
+
+
+def runtime_word(kind: str, value: str, lang: str) -> str:
+    """A ``patchkit runtime`` status or witness in ``lang``; an unknown one as recorded."""
+    key = f"ui.runtime.{kind}.{value}"
+    return t(key, lang) if key in catalogue(lang if lang in LANGS else "en") else str(value)
+
+
+def target_counts(result: AuditResult, lang: str) -> str:
+    """``patchkit runtime``: how many targets have each status, in ``lang`` (from the record)."""
+    counts = result.environment.get("counts")
+    if not isinstance(counts, Mapping):
+        counts = Counter(target.status for pa in result.patches for target in pa.targets)
+    parts = [f"{runtime_word('status', str(k), lang)} {v}" for k, v in sorted(counts.items())]
+    return t("list.sep", lang).join(parts)
