@@ -1,0 +1,102 @@
+"""``patchkit wheel`` and ``--verify`` against a hostile or careless release engineer, on the tiny
+wheel of ``wheel_fixtures``: a wheel forged with a RECORD made consistent again (METADATA, the
+provenance, member types, timestamps, bytes outside the members), metadata members that are not
+what they say or that inflate to gigabytes, settings out of range, a build from another directory,
+a kill between naming and renaming, and ``status`` after a plain install replaced the wheel."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_apply import run
+from wheel_fixtures import Project, make_project, members_of, record_hash
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    return make_project(tmp_path, monkeypatch)
+
+
+def build(project: Project, *args: str, out: Path | None = None) -> tuple[int, str, Path | None]:
+    out = out or project.out
+    code, text = run("wheel", str(project.series), "--pin", str(project.pin), "--out", str(out), *args)
+    found = sorted(out.glob("*.whl")) if out.is_dir() else []
+    return code, text, found[0] if found else None
+
+
+def forge(wheel: Path, dest: Path, change: dict[str, bytes], attrs: dict[str, int] | None = None) -> Path:
+    """A copy of ``wheel`` with members replaced and RECORD made consistent again; every other
+    detail (order, timestamps, modes) as it was."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as source:
+        items = [(info, change.get(info.filename, source.read(info))) for info in source.infolist()]
+    record = next(info.filename for info, _ in items if info.filename.endswith(".dist-info/RECORD"))
+    buffer = io.StringIO()
+    rows = [(i.filename, record_hash(d), str(len(d))) for i, d in items if i.filename != record]
+    csv.writer(buffer, lineterminator="\n").writerows([*rows, (record, "", "")])
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as out:
+        for info, data in items:
+            copy = zipfile.ZipInfo(info.filename, info.date_time)
+            copy.external_attr = (attrs or {}).get(info.filename, info.external_attr >> 16) << 16
+            copy.compress_type = zipfile.ZIP_DEFLATED
+            out.writestr(copy, buffer.getvalue().encode() if info.filename == record else data)
+    return dest
+
+
+def dist_info(wheel: Path) -> str:
+    return next(n.split("/")[0] for n in members_of(wheel) if n.endswith(".dist-info/RECORD"))
+
+
+def recopy(wheel: Path, dest: Path, edit: Callable[[zipfile.ZipInfo, bytes], bytes]) -> Path:
+    """A copy of ``wheel`` member by member through ``zipfile``, each member's new ZipInfo and bytes
+    passed through ``edit`` first (RECORD left as it is)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(dest, "w") as out:
+        for item in source.infolist():
+            copy = zipfile.ZipInfo(item.filename, item.date_time)
+            copy.external_attr, copy.compress_type = item.external_attr, item.compress_type
+            data = edit(copy, source.read(item))
+            out.writestr(copy, data)
+    return dest
+
+
+KILL = (
+    "import os, signal, sys\n"
+    "from patchkit.wheels import publish\n"
+    "where = sys.argv.pop(1)\n"
+    "if where == 'link':\n"
+    "    real = publish._link_unnamed\n"
+    "    def link(*a):\n"
+    "        real(*a)\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    "    publish._link_unnamed = link\n"
+    "else:\n"
+    "    publish.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+    "from patchkit.cli import main\n"
+    "sys.argv = ['patchkit', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+def test_status_of_a_series_a_plain_install_replaced(project: Project, tmp_path: Path) -> None:
+    wheel = build(project)[2]
+    assert wheel is not None
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    status = ("status", "--target", "site-packages", "--site-packages", str(site))
+    assert run(*status, str(project.series))[0] == 0
+    shutil.rmtree(site)  # `pip install vllm==0.0.1`: the plain wheel where the patched one was
+    with zipfile.ZipFile(project.wheel) as archive:
+        archive.extractall(site)
+    code, out = run(*status)
+    assert code == 0 and "nothing applied" in out and "patchkit wheel" not in out
+    code, out = run(*status, str(project.series))
+    assert code == 1 and f"the series {project.series} is not applied here" in out, out
+    assert "no patchkit wheel installed" in out
