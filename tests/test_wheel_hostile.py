@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 import zipfile
 from collections.abc import Callable
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 from test_apply import run
 from wheel_fixtures import Project, make_project, members_of, record_hash
+
+from patchkit.wheels import provenance
 
 
 @pytest.fixture
@@ -64,6 +67,28 @@ def recopy(wheel: Path, dest: Path, edit: Callable[[zipfile.ZipInfo, bytes], byt
             data = edit(copy, source.read(item))
             out.writestr(copy, data)
     return dest
+
+
+def test_the_same_wheel_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The provenance names the series relative to the project it is in, found from the series."""
+    project = make_project(tmp_path, monkeypatch)
+    config = tmp_path / "patchkit.toml"
+    config.write_text(project.pin.read_text() + '\n[series]\ndir = "series"\n')
+    (tmp_path / "sub").mkdir()
+    wheels = []
+    for cwd in (tmp_path, tmp_path / "sub", tmp_path.parent):
+        monkeypatch.chdir(cwd)
+        out = tmp_path / f"out-{len(wheels)}"
+        code, text = run("wheel", str(project.series), "--pin", str(config), "--out", str(out))
+        assert code == 0, text
+        (wheel,) = out.glob("*.whl")
+        wheels.append(wheel.read_bytes())
+    assert wheels[0] == wheels[1] == wheels[2]
+    with zipfile.ZipFile(io.BytesIO(wheels[2])) as archive:
+        record = json.loads(
+            next(archive.read(n) for n in archive.namelist() if n.endswith(provenance.FILENAME))
+        )
+    assert record["series"]["dir"] == "series"
 
 
 KILL = (

@@ -161,8 +161,10 @@ def _pin(pin_file: Path | None, series_dir: Path) -> Pin:
 
 
 def _label(series_dir: Path) -> str:
-    """The series dir as the provenance names it: relative to the project root when inside it."""
-    root = project_config().root.resolve()
+    """The series dir as the provenance names it: relative to the root of the project it is in
+    (found from the series, not the cwd: the same wheel from any directory), else as from the cwd."""
+    config = project_config(series_dir)
+    root = (config.root if config.file is not None else project_config().root).resolve()
     resolved = series_dir.resolve()
     return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
 
