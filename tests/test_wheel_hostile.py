@@ -9,7 +9,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -107,6 +111,26 @@ KILL = (
     "sys.argv = ['patchkit', *sys.argv[1:]]\n"
     "main()\n"
 )
+
+
+def test_a_kill_once_the_wheel_is_complete_leaves_no_temporary_name(project: Project) -> None:
+    """SIGKILL just after the complete file gets a name: in an empty --out that name is the wheel's
+    own; over an older wheel, the temporary name left is removed by the next build."""
+    args = ["wheel", str(project.series), "--pin", str(project.pin), "--out", str(project.out)]
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL, "link", *args], capture_output=True, env=os.environ.copy()
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    (wheel,) = list(project.out.iterdir())
+    assert not wheel.name.startswith(".") and run("wheel", "--verify", str(wheel))[0] == 0
+    before = wheel.read_bytes()
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL, "replace", *args], capture_output=True, env=os.environ.copy()
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert len(list(project.out.iterdir())) == 2 and wheel.read_bytes() == before  # the old one intact
+    assert build(project)[0] == 0
+    assert [p.name for p in project.out.iterdir()] == [wheel.name]
 
 
 def test_status_of_a_series_a_plain_install_replaced(project: Project, tmp_path: Path) -> None:
