@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from test_apply import run
-from wheel_fixtures import Project, make_project, members_of, record_hash
+from wheel_fixtures import PATCH, Project, make_project, members_of, record_hash
 
 from patchkit.wheels import provenance
 
@@ -71,6 +71,79 @@ def recopy(wheel: Path, dest: Path, edit: Callable[[zipfile.ZipInfo, bytes], byt
             data = edit(copy, source.read(item))
             out.writestr(copy, data)
     return dest
+
+
+def test_unreadable_or_inflating_metadata_is_one_line_never_a_traceback(
+    project: Project, tmp_path: Path
+) -> None:
+    wheel = build(project)[2]
+    assert wheel is not None
+    info = dist_info(wheel)
+    code, out = run(
+        "wheel",
+        "--verify",
+        str(forge(wheel, tmp_path / "t" / wheel.name, {f"{info}/top_level.txt": b"\xff\n"})),
+    )
+    assert code == 2 and f"{info}/top_level.txt is not UTF-8" in out, out
+    for label, text in (("utf8", b"\xff\xfe\n"), ("ini", b"vllm = vllm.entry:main\n")):
+        path = forge(wheel, tmp_path / label / wheel.name, {f"{info}/entry_points.txt": text})
+        code, out = run("wheel", "--verify", str(path))
+        assert code == 1 and f"{info}/entry_points.txt: cannot be read as entry points" in out, out
+    # METADATA of 80 MiB of newlines: 80 KB deflated; read whole it would take the memory
+    bomb = tmp_path / "bomb" / wheel.name
+    bomb.parent.mkdir()
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in source.infolist():
+            copy = zipfile.ZipInfo(item.filename, item.date_time)
+            copy.compress_type = zipfile.ZIP_DEFLATED
+            with out.open(copy, "w") as member:
+                member.write(source.read(item))
+                if item.filename == f"{info}/METADATA":
+                    for _ in range(80):
+                        member.write(b"\n" * (1 << 20))
+    assert bomb.stat().st_size < 1 << 20
+    code, out = run("wheel", "--verify", str(bomb))
+    assert (
+        code == 2 and f"member '{info}/METADATA' declares 83,886," in out and "more than the 64 MiB" in out
+    ), out
+
+
+def test_a_series_that_removes_an_entry_points_module_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    moved = (
+        PATCH
+        + "\n".join(
+            [
+                "diff --git a/vllm/entry.py b/vllm/entry2.py",
+                "similarity index 100%",
+                "rename from vllm/entry.py",
+                "rename to vllm/entry2.py",
+            ]
+        )
+        + "\n"
+    )
+    project = make_project(tmp_path, monkeypatch, moved)
+    code, out, wheel = build(project)
+    assert code == 1 and "entry point vllm = vllm.entry:main: the series removes module vllm.entry" in out, (
+        out
+    )
+    assert wheel is None and not project.out.exists()
+
+
+def test_settings_out_of_range_are_one_line(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "4354819200")  # 2108: no zip timestamp holds it
+    code, out, _ = build(project)
+    assert code == 2 and "SOURCE_DATE_EPOCH='4354819200' is after 2107-12-31" in out, out
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    for args, expected in (
+        (("--name", ""), "--name '' is not a valid distribution name"),
+        (("--version", ""), "--version '' is not a PEP 440 version"),
+        (("--name", "a" * 300), "File name too long; nothing was written"),
+    ):
+        code, out, wheel = build(project, *args)
+        assert code == 2 and expected in out and wheel is None, (args, out)
+    assert list(project.out.iterdir()) == []
 
 
 def test_the_same_wheel_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

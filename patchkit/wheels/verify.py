@@ -16,7 +16,6 @@ Checks, in order (each stops at its first mismatch):
 
 from __future__ import annotations
 
-import configparser
 import hashlib
 import zipfile
 import zlib
@@ -28,7 +27,7 @@ from patchkit.apply.plan import series_identity
 from patchkit.values import Message, Pin
 from patchkit.wheels import naming, provenance, zipio
 from patchkit.wheels.build import Request, expected_changes
-from patchkit.wheels.layout import Layout, read_layout
+from patchkit.wheels.layout import Layout, entry_points, has_module, read_layout
 from patchkit.wheels.source import SourceWheel
 
 SeriesLoader = Callable[[str], tuple[str, list, list]]  # provenance's dir -> (shown as, entries, overlays)
@@ -78,7 +77,8 @@ class _Checks:
         if prov_rel not in self.layout.files:
             yield Message("wheel.mismatch.no-provenance", {"path": prov_rel})
             return
-        self.record = provenance.parse(self.archive.read(prov_rel), f"{self.path}:{prov_rel}")
+        data = zipio.read_small(self.archive, self.layout.files[prov_rel], str(self.path))
+        self.record = provenance.parse(data, f"{self.path}:{prov_rel}")
         yield from self._provenance_files()
         yield from self._series()
         yield from self._source()
@@ -119,22 +119,18 @@ class _Checks:
             )
         points = f"{self.layout.dist_info}/entry_points.txt"
         if points in self.layout.files:
-            parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
-            parser.optionxform = str  # type: ignore[assignment,method-assign]
-            parser.read_string(self.archive.read(points).decode("utf-8"))
-            for section in parser.sections():
-                for name, value in parser.items(section):
-                    module = value.split(":")[0].strip()
-                    if not self._has_module(module):
-                        yield Message(
-                            "wheel.mismatch.entry-point", {"name": name, "value": value, "module": module}
-                        )
-
-    def _has_module(self, module: str) -> bool:
-        stem = module.replace(".", "/")
-        if f"{stem}.py" in self.layout.files or f"{stem}/__init__.py" in self.layout.files:
-            return True
-        return any(rel.startswith(f"{stem}.") and rel.endswith((".so", ".pyd")) for rel in self.layout.files)
+            try:
+                found = entry_points(
+                    zipio.read_small(self.archive, self.layout.files[points], str(self.path))
+                )
+            except ValueError as exc:
+                yield Message("wheel.mismatch.entry-points", {"member": points, "error": str(exc)})
+                return
+            for name, value, module in found:
+                if not has_module(self.layout.files, module):
+                    yield Message(
+                        "wheel.mismatch.entry-point", {"name": name, "value": value, "module": module}
+                    )
 
     def _provenance_files(self) -> Iterator[Message]:
         assert self.record is not None

@@ -34,6 +34,8 @@ _LIMIT = 0xFFFFFFFF
 MADE_BY = (3 << 8) | 20  # Unix, zip spec 2.0
 NEEDED = 20
 DOS_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
+DOS_LAST = 4354819198  # 2107-12-31T23:59:58Z, the latest
+SMALL_LIMIT = 64 << 20  # a .dist-info text read whole (vLLM's RECORD: 0.6 MB); more is a zip bomb
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,18 @@ def open_wheel(path: str, where: str | None = None) -> zipfile.ZipFile:
             raise UserError(f"member {name!r} is encrypted", where or str(path))
         seen.add(name)
     return archive
+
+
+def read_small(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> bytes:
+    """A metadata member read whole; UserError when it declares more than ``SMALL_LIMIT`` (a few
+    kilobytes deflated to gigabytes would fill the memory; ``zipfile`` reads no more than declared)."""
+    if info.file_size > SMALL_LIMIT:
+        raise UserError(
+            f"member {info.filename!r} declares {info.file_size:,} bytes, more than the "
+            f"{SMALL_LIMIT >> 20} MiB a wheel's metadata file may hold",
+            where,
+        )
+    return archive.read(info)
 
 
 def files_of(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
