@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import zipfile
@@ -60,6 +61,79 @@ def dist_info(wheel: Path) -> str:
     return next(n.split("/")[0] for n in members_of(wheel) if n.endswith(".dist-info/RECORD"))
 
 
+def test_verify_refuses_metadata_and_provenance_forged_with_a_consistent_record(
+    project: Project, tmp_path: Path
+) -> None:
+    wheel = build(project)[2]
+    assert wheel is not None
+    info = dist_info(wheel)
+    members = members_of(wheel)
+    assert run("wheel", "--verify", str(forge(wheel, tmp_path / "same" / wheel.name, {})))[0] == 0
+
+    injected = members[f"{info}/METADATA"].replace(
+        b"Summary: tiny\n", b"Summary: tiny\nRequires-Dist: evil\n"
+    )
+    code, out = run(
+        "wheel", "--verify", str(forge(wheel, tmp_path / "m" / wheel.name, {f"{info}/METADATA": injected}))
+    )
+    assert (
+        code == 1 and f"{info}/METADATA: not the source wheel's METADATA" in out and "line 5 differs" in out
+    ), out
+
+    record = json.loads(members[f"{info}/{provenance.FILENAME}"])
+    edits = {
+        "series.patches[0].skipped": lambda r: r["series"]["patches"][0].update(status="applied", skipped=[]),
+        "source_wheel.filename": lambda r: r["source_wheel"].update(filename="vllm-9.9-py3-none-any.whl"),
+        "files.vllm/calc.py.base": lambda r: r["files"]["vllm/calc.py"].update(base="00" * 32),
+        "distribution.source.version": lambda r: r["distribution"]["source"].update(version="9.9"),
+        "pin.version": lambda r: r["pin"].update(version="0.0.2"),
+        "note": lambda r: r.update(note="reviewed by the release team"),
+    }
+    for field, edit in edits.items():
+        forged = json.loads(json.dumps(record))
+        edit(forged)
+        path = forge(
+            wheel, tmp_path / field / wheel.name, {f"{info}/{provenance.FILENAME}": provenance.render(forged)}
+        )
+        code, out = run("wheel", "--verify", str(path))
+        assert code == 1 and f"first mismatch: provenance {field}: the wheel says" in out, (field, out)
+
+
+def test_an_audit_block_is_the_builders_word_unless_verify_is_given_the_audit(
+    project: Project, tmp_path: Path
+) -> None:
+    from patchkit.audit.model import AuditResult, GateResult, PatchAudit
+    from patchkit.diff.hunks import render_diff
+    from patchkit.series.files import load_entries
+    from patchkit.values import Pin
+
+    (entry,) = load_entries(project.series)
+    patch = PatchAudit(
+        "0001-calc.patch", "calc", {"en": "calc"}, [GateResult("apply", "failed", "no")], "needs-work", [],
+        diff=render_diff(entry.patches[0].files),
+    )  # fmt: skip
+    pin = Pin(name="vllm", source="index", version="0.0.1", sha256="ab" * 32)
+    audit = tmp_path / "audit.json"
+    audit.write_text(json.dumps(AuditResult(str(project.series), pin, [patch], "needs-work").to_dict()))
+    code, out, wheel = build(project, "--audit", str(audit))
+    assert code == 0 and wheel is not None, out
+    info = dist_info(wheel)
+    record = json.loads(members_of(wheel)[f"{info}/{provenance.FILENAME}"])
+    record["audit"]["verdict"] = record["audit"]["patches"][0]["verdict"] = "ready"
+    forged = forge(
+        wheel, tmp_path / "f" / wheel.name, {f"{info}/{provenance.FILENAME}": provenance.render(record)}
+    )
+
+    code, out = run("wheel", "--verify", str(forged))
+    assert code == 0 and "audit block (verdict ready" in out and "is the builder's word" in out, out
+    code, out = run("wheel", "--verify", str(forged), "--audit", str(audit))
+    assert (
+        code == 1 and 'first mismatch: provenance audit.patches[0].verdict: the wheel says "ready"' in out
+    ), out
+    code, out = run("wheel", "--verify", str(wheel), "--audit", str(audit))
+    assert code == 0 and "builder's word" not in out, out
+
+
 def recopy(wheel: Path, dest: Path, edit: Callable[[zipfile.ZipInfo, bytes], bytes]) -> Path:
     """A copy of ``wheel`` member by member through ``zipfile``, each member's new ZipInfo and bytes
     passed through ``edit`` first (RECORD left as it is)."""
@@ -71,6 +145,51 @@ def recopy(wheel: Path, dest: Path, edit: Callable[[zipfile.ZipInfo, bytes], byt
             data = edit(copy, source.read(item))
             out.writestr(copy, data)
     return dest
+
+
+def test_verify_refuses_what_patchkit_never_writes(project: Project, tmp_path: Path) -> None:
+    wheel = build(project)[2]
+    assert wheel is not None
+    record = f"{dist_info(wheel)}/RECORD"
+    assert (
+        run("wheel", "--verify", str(recopy(wheel, tmp_path / "same" / wheel.name, lambda i, d: d)))[0] == 0
+    )
+
+    def symlink(info: zipfile.ZipInfo, data: bytes) -> bytes:
+        if info.filename == "vllm/entry.py":
+            info.external_attr = 0o120644 << 16
+        return data
+
+    def self_row(info: zipfile.ZipInfo, data: bytes) -> bytes:
+        return data.replace(f"{record},,".encode(), f"{record},sha256=AAAA,4".encode())
+
+    def stamp(info: zipfile.ZipInfo, data: bytes) -> bytes:
+        info.date_time = (2030, 1, 1, 0, 0, 0)
+        return data
+
+    def extra(info: zipfile.ZipInfo, data: bytes) -> bytes:
+        if info.filename == "vllm/calc.py":
+            info.extra = struct.pack("<HH", 0xCAFE, 4) + b"EVIL"
+        return data
+
+    data = wheel.read_bytes()
+    cases: dict[str, tuple[object, str]] = {
+        "a symlink member": (symlink, "vllm/entry.py: file type and mode 120644"),
+        "RECORD listing itself with a hash": (self_row, f"{record}: RECORD's own row says sha256=AAAA,4"),
+        "timestamps changed": (stamp, "vllm/__init__.py: timestamp 2030-01-01T00:00:00, the build gives"),
+        "an extra field": (extra, "8 byte(s) at offset"),
+        "a prefix": (b"#!/bin/sh\nexit 0\n" + data, "17 byte(s) at offset 0 belong to no member"),
+        "a trailer": (data + b"junk", f"4 byte(s) at offset {len(data)} belong to no member"),
+    }
+    for label, (how, expected) in cases.items():
+        path = tmp_path / label / wheel.name
+        if isinstance(how, bytes):
+            path.parent.mkdir()
+            path.write_bytes(how)
+        else:
+            recopy(wheel, path, how)
+        code, out = run("wheel", "--verify", str(path))
+        assert code == 1 and f"first mismatch: {expected}" in out, (label, out)
 
 
 def test_unreadable_or_inflating_metadata_is_one_line_never_a_traceback(

@@ -30,9 +30,11 @@ def run(
     strict_index: bool,
 ) -> int:
     if verify_wheel is not None:
-        if any(v is not None for v in (out, name, version, audit_file, pin_file)):
-            raise UserError("--verify WHEEL takes only a SERIES dir (the provenance names the rest)")
-        return _verify(verify_wheel, series_dir, json_out)
+        if any(v is not None for v in (out, name, version, pin_file)):
+            raise UserError(
+                "--verify WHEEL takes only a SERIES dir and --audit (the provenance names the rest)"
+            )
+        return _verify(verify_wheel, series_dir, json_out, audit_file)
     if out is None:
         raise UserError("patchkit wheel needs --out DIR (or --verify WHEEL)")
     series_dir = resolve_series_dir(series_dir)
@@ -92,15 +94,18 @@ def run(
     return EXIT_OK
 
 
-def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None) -> int:
+def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None, audit_file: Path | None) -> int:
     if not wheel.is_file():
         raise UserError(f"{wheel}: no such wheel file")
+    if audit_file is not None and not audit_file.is_file():
+        raise UserError(f"{audit_file}: no such audit JSON")
 
     def load(named: str) -> tuple[str, list, list]:
         found = series_dir if series_dir is not None else _named_series(named)
         return str(found), *_load_series(found)
 
-    result = verify.verify(wheel, load, source.fetch)
+    audit = (lambda entries, pin: _audit(audit_file, entries, pin)) if audit_file is not None else None
+    result = verify.verify(wheel, load, source.fetch, audit)
     lang = default_lang()
     if result.mismatch is not None:
         output.error(message_text(Message("wheel.first-mismatch", {"mismatch": result.mismatch}), lang))
@@ -121,9 +126,13 @@ def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None) -> int:
                 lang,
             )
         )
+        if (audit_block := result.record.get("audit")) is not None and not result.audit_checked:
+            params = {"verdict": audit_block.get("verdict"), "sha256": str(audit_block.get("sha256"))[:12]}
+            output.info(message_text(Message("wheel.verified.audit-unchecked", params), lang))
     if json_out is not None:
         report = {
             "command": "wheel --verify",
+            "audit_checked": result.audit_checked,
             "path": str(wheel),
             "ok": result.mismatch is None,
             "mismatch": None if result.mismatch is None else message_text(result.mismatch),

@@ -99,6 +99,36 @@ def epoch_date_time(epoch: int) -> tuple[int, ...]:
     return tuple(time.gmtime(max(epoch, DOS_EPOCH))[:6])
 
 
+def stray_bytes(source: BinaryIO, archive: zipfile.ZipFile) -> tuple[int, int] | None:
+    """(offset, count) of the first bytes of the file that belong to no member (a prefix, a gap
+    between members, an extra field, a comment, trailing bytes: what ``ZipWriter`` never writes and
+    a reader skips, so a wheel that verifies can carry nothing else); None when there are none."""
+    end = source.seek(0, 2)
+    source.seek(max(end - _END.size - 0xFFFF - CHUNK, 0))
+    tail = source.read()
+    at = end - len(tail) + tail.rfind(b"PK\x05\x06")
+    if at < end - len(tail) or at + _END.size > end:
+        return (0, end)  # no end record (zipfile found one: it cannot get here)
+    if at + _END.size != end:
+        return (at + _END.size, end - at - _END.size)  # a comment or bytes after the end record
+    size, stored_start = _END.unpack(tail[-_END.size :])[5:7]
+    offset = 0
+    for info in sorted(archive.infolist(), key=lambda i: i.header_offset):
+        if info.header_offset != offset:
+            return (offset, abs(info.header_offset - offset))
+        source.seek(offset)
+        header = source.read(_LOCAL.size)
+        if len(header) != _LOCAL.size:
+            return (offset, len(header))
+        name_len, extra_len = _LOCAL.unpack(header)[-2:]
+        if extra_len or info.extra or info.comment or info.flag_bits & 0x8:
+            return (offset + _LOCAL.size + name_len, extra_len or len(info.extra) or len(info.comment))
+        offset += _LOCAL.size + name_len + info.compress_size
+    if offset != stored_start or stored_start + size != end - _END.size:
+        return (offset, abs(stored_start - offset) or abs(end - _END.size - stored_start - size))
+    return None
+
+
 def raw_chunks(source: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
     """The member's compressed bytes as stored, read after its local header."""
     source.seek(info.header_offset)
