@@ -341,3 +341,13 @@ def test_status_of_a_series_a_plain_install_replaced(project: Project, tmp_path:
     code, out = run(*status, str(project.series))
     assert code == 1 and f"the series {project.series} is not applied here" in out, out
     assert "no patchkit wheel installed" in out
+
+
+def test_quiet_prints_the_result_only(project: Project) -> None:
+    """``-q``: errors and the result only — the wheel built (its path and sha256), or verified."""
+    assert build(project, out=project.root / "warm")[0] == 0  # the source wheel cached: no download line
+    code, out = run("-q", "wheel", str(project.series), "--pin", str(project.pin), "--out", str(project.out))
+    (wheel,) = project.out.glob("*.whl")
+    assert code == 0 and out.startswith(f"built {wheel}: ") and len(out.splitlines()) == 1, out
+    code, out = run("wheel", "--verify", str(wheel), "-q")
+    assert code == 0 and out.startswith(f"verified {wheel}: ") and len(out.splitlines()) == 1, out

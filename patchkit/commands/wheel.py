@@ -63,7 +63,7 @@ def run(
         output.info(message_text(note, lang))
     sha256 = sha256_file(built.path)
     applied = sum(p["status"] != "skipped" for p in built.record["series"]["patches"])
-    output.info(
+    _result(
         message_text(
             Message(
                 "wheel.built",
@@ -111,7 +111,7 @@ def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None, audit_f
         output.error(message_text(Message("wheel.first-mismatch", {"mismatch": result.mismatch}), lang))
     else:
         assert result.record is not None
-        output.info(
+        _result(
             message_text(
                 Message(
                     "wheel.verified",
@@ -140,6 +140,11 @@ def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None, audit_f
         }
         write_atomic(json_out, json.dumps(report, indent=1) + "\n")
     return EXIT_OK if result.mismatch is None else EXIT_FAILED
+
+
+def _result(line: str) -> None:
+    """The command's result: printed under ``-q`` too (errors and the result only), as audit's verdict."""
+    print(line)
 
 
 def _load_series(series_dir: Path) -> tuple[list, list]:
