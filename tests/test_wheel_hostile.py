@@ -61,12 +61,17 @@ def dist_info(wheel: Path) -> str:
     return next(n.split("/")[0] for n in members_of(wheel) if n.endswith(".dist-info/RECORD"))
 
 
+def built(project: Project) -> tuple[Path, str]:
+    """The project's wheel, built, and its ``.dist-info`` directory."""
+    code, out, wheel = build(project)
+    assert code == 0 and wheel is not None, out
+    return wheel, dist_info(wheel)
+
+
 def test_verify_refuses_metadata_and_provenance_forged_with_a_consistent_record(
     project: Project, tmp_path: Path
 ) -> None:
-    wheel = build(project)[2]
-    assert wheel is not None
-    info = dist_info(wheel)
+    wheel, info = built(project)
     members = members_of(wheel)
     assert run("wheel", "--verify", str(forge(wheel, tmp_path / "same" / wheel.name, {})))[0] == 0
 
@@ -148,9 +153,8 @@ def recopy(wheel: Path, dest: Path, edit: Callable[[zipfile.ZipInfo, bytes], byt
 
 
 def test_verify_refuses_what_patchkit_never_writes(project: Project, tmp_path: Path) -> None:
-    wheel = build(project)[2]
-    assert wheel is not None
-    record = f"{dist_info(wheel)}/RECORD"
+    wheel, info = built(project)
+    record = f"{info}/RECORD"
     assert (
         run("wheel", "--verify", str(recopy(wheel, tmp_path / "same" / wheel.name, lambda i, d: d)))[0] == 0
     )
@@ -195,9 +199,7 @@ def test_verify_refuses_what_patchkit_never_writes(project: Project, tmp_path: P
 def test_unreadable_or_inflating_metadata_is_one_line_never_a_traceback(
     project: Project, tmp_path: Path
 ) -> None:
-    wheel = build(project)[2]
-    assert wheel is not None
-    info = dist_info(wheel)
+    wheel, info = built(project)
     code, out = run(
         "wheel",
         "--verify",
@@ -326,8 +328,7 @@ def test_a_kill_once_the_wheel_is_complete_leaves_no_temporary_name(project: Pro
 
 
 def test_status_of_a_series_a_plain_install_replaced(project: Project, tmp_path: Path) -> None:
-    wheel = build(project)[2]
-    assert wheel is not None
+    wheel, _ = built(project)
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(site)
