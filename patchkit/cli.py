@@ -310,7 +310,10 @@ def wheel(
     version: Annotated[
         Optional[str], typer.Option("--version", help="its version (default: the pinned one + pk.<hash>)")
     ] = None,
-    audit: Annotated[Optional[Path], typer.Option(help="audit JSON: verdicts into the provenance")] = None,
+    audit: Annotated[
+        Optional[Path],
+        typer.Option(help="audit JSON: verdicts into the provenance (with --verify: checked against it)"),
+    ] = None,
     verify: Annotated[Optional[Path], typer.Option(help="check this wheel instead of building one")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the result as JSON")] = None,
     strict_index: Annotated[bool, _STRICT_INDEX] = False,

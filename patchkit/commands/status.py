@@ -57,6 +57,8 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
                     target.dist.dist_info, target.root, only=touched)]  # fmt: skip
         if target.dist is not None:
             problems += _installed_wheel(target.dist, series_dir, report, state)
+        if series_dir is not None and state is None and "wheel" not in report:
+            problems.append(_not_applied(series_dir, target.dist is not None))  # asked: it is not here
     report["problems"] = problems
     for problem in problems:
         output.error(f"drift: {problem}")
@@ -77,6 +79,14 @@ def _compare_series(series_dir: Path, state: dict) -> list[str]:
         output.info(f"the applied series is {series_dir} (same patches, same sha256)")
         return []
     return [f"the applied series differs from {series_dir}"]
+
+
+def _not_applied(series_dir: Path, installed: bool) -> str:
+    from patchkit.report.i18n import default_lang, message_text
+    from patchkit.values import Message
+
+    key = "status.series-not-installed" if installed else "status.series-not-applied"
+    return message_text(Message(key, {"series": str(series_dir)}), default_lang())
 
 
 def _installed_wheel(dist, series_dir: Path | None, report: dict, state: dict | None) -> list[str]:  # noqa: ANN001

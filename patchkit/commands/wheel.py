@@ -30,9 +30,11 @@ def run(
     strict_index: bool,
 ) -> int:
     if verify_wheel is not None:
-        if any(v is not None for v in (out, name, version, audit_file, pin_file)):
-            raise UserError("--verify WHEEL takes only a SERIES dir (the provenance names the rest)")
-        return _verify(verify_wheel, series_dir, json_out)
+        if any(v is not None for v in (out, name, version, pin_file)):
+            raise UserError(
+                "--verify WHEEL takes only a SERIES dir and --audit (the provenance names the rest)"
+            )
+        return _verify(verify_wheel, series_dir, json_out, audit_file)
     if out is None:
         raise UserError("patchkit wheel needs --out DIR (or --verify WHEEL)")
     series_dir = resolve_series_dir(series_dir)
@@ -61,7 +63,7 @@ def run(
         output.info(message_text(note, lang))
     sha256 = sha256_file(built.path)
     applied = sum(p["status"] != "skipped" for p in built.record["series"]["patches"])
-    output.info(
+    _result(
         message_text(
             Message(
                 "wheel.built",
@@ -92,21 +94,24 @@ def run(
     return EXIT_OK
 
 
-def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None) -> int:
+def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None, audit_file: Path | None) -> int:
     if not wheel.is_file():
         raise UserError(f"{wheel}: no such wheel file")
+    if audit_file is not None and not audit_file.is_file():
+        raise UserError(f"{audit_file}: no such audit JSON")
 
     def load(named: str) -> tuple[str, list, list]:
         found = series_dir if series_dir is not None else _named_series(named)
         return str(found), *_load_series(found)
 
-    result = verify.verify(wheel, load, source.fetch)
+    audit = (lambda entries, pin: _audit(audit_file, entries, pin)) if audit_file is not None else None
+    result = verify.verify(wheel, load, source.fetch, audit)
     lang = default_lang()
     if result.mismatch is not None:
         output.error(message_text(Message("wheel.first-mismatch", {"mismatch": result.mismatch}), lang))
     else:
         assert result.record is not None
-        output.info(
+        _result(
             message_text(
                 Message(
                     "wheel.verified",
@@ -121,9 +126,13 @@ def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None) -> int:
                 lang,
             )
         )
+        if (audit_block := result.record.get("audit")) is not None and not result.audit_checked:
+            params = {"verdict": audit_block.get("verdict"), "sha256": str(audit_block.get("sha256"))[:12]}
+            output.info(message_text(Message("wheel.verified.audit-unchecked", params), lang))
     if json_out is not None:
         report = {
             "command": "wheel --verify",
+            "audit_checked": result.audit_checked,
             "path": str(wheel),
             "ok": result.mismatch is None,
             "mismatch": None if result.mismatch is None else message_text(result.mismatch),
@@ -131,6 +140,11 @@ def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None) -> int:
         }
         write_atomic(json_out, json.dumps(report, indent=1) + "\n")
     return EXIT_OK if result.mismatch is None else EXIT_FAILED
+
+
+def _result(line: str) -> None:
+    """The command's result: printed under ``-q`` too (errors and the result only), as audit's verdict."""
+    print(line)
 
 
 def _load_series(series_dir: Path) -> tuple[list, list]:
@@ -161,8 +175,10 @@ def _pin(pin_file: Path | None, series_dir: Path) -> Pin:
 
 
 def _label(series_dir: Path) -> str:
-    """The series dir as the provenance names it: relative to the project root when inside it."""
-    root = project_config().root.resolve()
+    """The series dir as the provenance names it: relative to the root of the project it is in
+    (found from the series, not the cwd: the same wheel from any directory), else as from the cwd."""
+    config = project_config(series_dir)
+    root = (config.root if config.file is not None else project_config().root).resolve()
     resolved = series_dir.resolve()
     return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
 

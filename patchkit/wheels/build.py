@@ -27,7 +27,7 @@ from patchkit.series.files import SeriesEntry
 from patchkit.series.overlays import Overlay
 from patchkit.values import Message, Pin
 from patchkit.wheels import naming, provenance, zipio
-from patchkit.wheels.layout import Layout, read_layout
+from patchkit.wheels.layout import Layout, entry_points, has_module, read_layout
 from patchkit.wheels.publish import publish
 from patchkit.wheels.source import SourceWheel
 
@@ -90,33 +90,15 @@ def build(request: Request, source: SourceWheel, out_dir: Path) -> Built:
         layout = read_layout(archive, source.filename)
         if problem := layout.name_problem():
             raise CheckFailed(f"{problem[0]}: says {problem[1]}, METADATA says {problem[2]}", source.filename)
-        name = naming.checked_name(request.name) if request.name else layout.name
+        name = naming.checked_name(request.name) if request.name is not None else layout.name
         version = (
             naming.checked_version(request.version)
-            if request.version
+            if request.version is not None
             else naming.local_version(layout.version, digest)
         )
         changes = expected_changes(archive, layout, request, version)
-        record = {
-            "schema": provenance.SCHEMA,
-            "patchkit": {"version": __version__},
-            "pin": provenance.pin_record(request.pin),
-            "source_wheel": {"filename": source.filename, "sha256": source.sha256},
-            "distribution": {
-                "name": name,
-                "version": version,
-                "source": {"name": layout.name, "version": layout.version},
-            },
-            "series": {
-                "dir": request.series_dir,
-                "hash": digest,
-                "patches": provenance.patch_rows(identity, changes.skipped, changes.partly),
-            },
-            "files": dict(sorted(changes.rows.items())),
-            "source_date_epoch": request.epoch,
-        }
-        if request.audit is not None:
-            record["audit"] = request.audit
+        _check_entry_points(archive, layout, changes.files)
+        record = provenance_record(request, source, layout, name, version, changes)
         dist_info = naming.dist_info_dir(name, version)
         members = _members(archive, layout, changes.files, dist_info, name, version, record)
         date_time = zipio.epoch_date_time(request.epoch) if request.epoch is not None else layout.newest
@@ -124,6 +106,63 @@ def build(request: Request, source: SourceWheel, out_dir: Path) -> Built:
         with open(source.path, "rb") as raw:
             path = publish(out_dir, filename, _writer(members, raw, date_time, layout, dist_info))
     return Built(path, name, version, record, changes.notes)
+
+
+def provenance_record(
+    request: Request, source: SourceWheel, layout: Layout, name: str, version: str, changes: Changes
+) -> dict:
+    """The provenance a build writes (``--verify`` makes it again from the source and the series)."""
+    identity = series_identity(request.entries, request.overlays)
+    record = {
+        "schema": provenance.SCHEMA,
+        "patchkit": {"version": __version__},
+        "pin": provenance.pin_record(request.pin),
+        "source_wheel": {"filename": source.filename, "sha256": source.sha256},
+        "distribution": {
+            "name": name,
+            "version": version,
+            "source": {"name": layout.name, "version": layout.version},
+        },
+        "series": {
+            "dir": request.series_dir,
+            "hash": provenance.series_hash(identity),
+            "patches": provenance.patch_rows(identity, changes.skipped, changes.partly),
+        },
+        "files": dict(sorted(changes.rows.items())),
+        "source_date_epoch": request.epoch,
+    }
+    if request.audit is not None:
+        record["audit"] = request.audit
+    return record
+
+
+def metadata(archive: zipfile.ZipFile, layout: Layout, name: str, version: str) -> bytes:
+    """The new wheel's METADATA: the source's, its ``Name:`` and ``Version:`` lines replaced."""
+    rel = f"{layout.dist_info}/METADATA"
+    source_metadata = zipio.read_small(archive, layout.files[rel], layout.filename)
+    layout.check_source_row(rel, source_metadata)
+    text = naming.rewrite_metadata(source_metadata.decode("utf-8"), name, version, f"{layout.filename}:{rel}")
+    return text.encode("utf-8")
+
+
+def _check_entry_points(archive: zipfile.ZipFile, layout: Layout, changes: dict) -> None:
+    """CheckFailed when the series removes a module an entry point names (``--verify`` would refuse
+    the wheel, and the console script would fail)."""
+    rel = f"{layout.dist_info}/entry_points.txt"
+    if rel not in layout.files:
+        return
+    try:
+        points = entry_points(zipio.read_small(archive, layout.files[rel], layout.filename))
+    except ValueError as exc:
+        raise UserError(f"{rel} cannot be read as entry points: {exc}", layout.filename) from None
+    files = {r for r in layout.files if changes.get(r, (b"", None))[0] is not None}
+    files |= {r for r, (data, _) in changes.items() if data is not None}
+    for name, value, module in points:
+        if not has_module(files, module):
+            raise CheckFailed(
+                f"entry point {name} = {value}: the series removes module {module}; nothing was written",
+                layout.filename,
+            )
 
 
 def expected_changes(archive: zipfile.ZipFile, layout: Layout, request: Request, version: str) -> Changes:
@@ -221,13 +260,8 @@ def _members(
     for rel, (data, mode) in changes.items():
         if data is not None:
             out[rename(rel)] = _Output(rename(rel), mode or 0o644, data=data)
-    source_metadata = archive.read(layout.files[f"{layout.dist_info}/METADATA"])
-    layout.check_source_row(f"{layout.dist_info}/METADATA", source_metadata)
-    metadata = naming.rewrite_metadata(
-        source_metadata.decode("utf-8"), name, version, f"{layout.filename}:{layout.dist_info}/METADATA"
-    )
     for rel, data in (
-        (f"{dist_info}/METADATA", metadata.encode("utf-8")),
+        (f"{dist_info}/METADATA", metadata(archive, layout, name, version)),
         (f"{dist_info}/{provenance.FILENAME}", provenance.render(record)),
     ):
         out[rel] = _Output(rel, 0o644, data=data)
@@ -261,6 +295,9 @@ def source_date_epoch(environ: dict[str, str] | None = None) -> int | None:
     if text is None or not text.strip():
         return None
     try:
-        return int(text.strip())
+        epoch = int(text.strip())
     except ValueError:
         raise UserError(f"SOURCE_DATE_EPOCH={text!r} is not an integer number of seconds") from None
+    if epoch > zipio.DOS_LAST:
+        raise UserError(f"SOURCE_DATE_EPOCH={text!r} is after 2107-12-31, the latest time a zip can hold")
+    return epoch

@@ -4,9 +4,10 @@ member's bytes."""
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
@@ -93,19 +94,23 @@ def read_layout(archive: zipfile.ZipFile, filename: str) -> Layout:
     for need in ("METADATA", "WHEEL", "RECORD"):
         if f"{dist_info}/{need}" not in members:
             raise UserError(f"no {dist_info}/{need}", filename)
-    metadata = archive.read(members[f"{dist_info}/METADATA"]).decode("utf-8", errors="replace")
+    metadata = zipio.read_small(archive, members[f"{dist_info}/METADATA"], filename)
+    metadata = metadata.decode("utf-8", errors="replace")
     names, versions = naming.metadata_field(metadata, "Name"), naming.metadata_field(metadata, "Version")
     if len(names) != 1 or len(versions) != 1:
         raise UserError(f"{dist_info}/METADATA needs one Name: and one Version: line", filename)
     stem = dist_info[: -len(".dist-info")]
     data_dir = f"{stem}.data" if any(n.startswith(f"{stem}.data/") for n in members) else None
     record_rel = f"{dist_info}/RECORD"
-    record = naming.parse_record(archive.read(members.pop(record_rel)), f"{filename}:{record_rel}")
-    listed = (
-        archive.read(members[f"{dist_info}/top_level.txt"]).decode()
-        if f"{dist_info}/top_level.txt" in members
-        else ""
+    record = naming.parse_record(
+        zipio.read_small(archive, members.pop(record_rel), filename), f"{filename}:{record_rel}"
     )
+    listed = ""
+    if f"{dist_info}/top_level.txt" in members:
+        try:
+            listed = zipio.read_small(archive, members[f"{dist_info}/top_level.txt"], filename).decode()
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{dist_info}/top_level.txt is not UTF-8: {exc.reason}", filename) from None
     top_level = listed.split() or sorted(
         {n.split("/")[0] for n in members if n.split("/")[0] not in (dist_info, data_dir)}
     )
@@ -121,6 +126,31 @@ def read_layout(archive: zipfile.ZipFile, filename: str) -> Layout:
         max(tuple(newest), (1980, 1, 1, 0, 0, 0)),
         record,
     )
+
+
+def entry_points(data: bytes) -> list[tuple[str, str, str]]:
+    """(name, value, module) of every entry point in an ``entry_points.txt``; ValueError naming why
+    when it cannot be read as one (not UTF-8, not INI)."""
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(data.decode("utf-8"))
+    except (UnicodeDecodeError, configparser.Error) as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+    return [
+        (name, value, value.split(":")[0].strip())
+        for section in parser.sections()
+        for name, value in parser.items(section)
+    ]
+
+
+def has_module(files: Iterable[str], module: str) -> bool:
+    """Whether the members ``files`` hold ``module`` (a ``.py``, a package, or an extension)."""
+    stem = module.replace(".", "/")
+    names = set(files)
+    if f"{stem}.py" in names or f"{stem}/__init__.py" in names:
+        return True
+    return any(rel.startswith(f"{stem}.") and rel.endswith((".so", ".pyd")) for rel in names)
 
 
 def _same_version(found: str, metadata: str) -> bool:

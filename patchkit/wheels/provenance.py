@@ -106,6 +106,11 @@ def parse(data: bytes, where: str) -> dict:
         raise UserError(
             f"provenance schema {record['schema']} is not {SCHEMA} (another patchkit wrote it)", where
         )
+    epoch = record.get("source_date_epoch")
+    if not isinstance(epoch, (int, type(None))) or isinstance(epoch, bool):
+        raise UserError("provenance source_date_epoch: expected an integer or null", where)
+    if "audit" in record:
+        _need(record["audit"], "audit.", {"sha256": str, "verdict": str}, where)
     _need(record["source_wheel"], "source_wheel.", {"filename": str, "sha256": str}, where)
     _need(record["distribution"], "distribution.", {"name": str, "version": str}, where)
     _need(record["series"], "series.", {"dir": str, "hash": str, "patches": list}, where)

@@ -16,22 +16,28 @@ Checks, in order (each stops at its first mismatch):
 
 from __future__ import annotations
 
-import configparser
 import hashlib
+import json
+import stat
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from patchkit.apply.plan import series_identity
 from patchkit.values import Message, Pin
 from patchkit.wheels import naming, provenance, zipio
-from patchkit.wheels.build import Request, expected_changes
-from patchkit.wheels.layout import Layout, read_layout
+from patchkit.wheels.build import Request, expected_changes, metadata, provenance_record
+from patchkit.wheels.layout import Layout, entry_points, has_module, read_layout
 from patchkit.wheels.source import SourceWheel
 
 SeriesLoader = Callable[[str], tuple[str, list, list]]  # provenance's dir -> (shown as, entries, overlays)
+AuditCheck = Callable[[list, Pin], dict]  # (entries, pin) -> the audit block a build with --audit writes
+_ABSENT = object()
 
 
 @dataclass
@@ -40,9 +46,17 @@ class Verified:
     members: int
     mismatch: Message | None  # the first; None when every check passed
     series: str = ""
+    audit_checked: bool = False  # the provenance's audit block compared with the --audit JSON
 
 
-def verify(path: Path, load_series: SeriesLoader, fetch: Callable[[Pin, str], SourceWheel]) -> Verified:
+def verify(
+    path: Path,
+    load_series: SeriesLoader,
+    fetch: Callable[[Pin, str], SourceWheel],
+    audit: AuditCheck | None = None,
+) -> Verified:
+    """``audit``: the audit JSON's summary for the series and pin (``--audit``); without it, the
+    provenance's audit block is the one thing taken on the builder's word."""
     with zipio.open_wheel(str(path)) as archive:
         try:
             layout = read_layout(archive, path.name)
@@ -51,9 +65,10 @@ def verify(path: Path, load_series: SeriesLoader, fetch: Callable[[Pin, str], So
                 None, 0, Message("wheel.mismatch.member-corrupt", {"member": ".dist-info", "error": str(exc)})
             )
         found = _Checks(archive, layout, path, load_series, fetch)
+        found.audit = audit
         for mismatch in found.run():
             return Verified(found.record, len(layout.files) + 1, mismatch, found.series)
-        return Verified(found.record, len(layout.files) + 1, None, found.series)
+        return Verified(found.record, len(layout.files) + 1, None, found.series, audit is not None)
 
 
 class _Checks:
@@ -70,6 +85,7 @@ class _Checks:
         self.record: dict | None = None
         self.series = ""
         self.hashes: dict[str, str] = {}
+        self.audit: AuditCheck | None = None
 
     def run(self) -> Iterator[Message]:
         yield from self._record()
@@ -78,10 +94,13 @@ class _Checks:
         if prov_rel not in self.layout.files:
             yield Message("wheel.mismatch.no-provenance", {"path": prov_rel})
             return
-        self.record = provenance.parse(self.archive.read(prov_rel), f"{self.path}:{prov_rel}")
+        data = zipio.read_small(self.archive, self.layout.files[prov_rel], str(self.path))
+        self.record = provenance.parse(data, f"{self.path}:{prov_rel}")
         yield from self._provenance_files()
         yield from self._series()
         yield from self._source()
+        yield from self._made()
+        yield from self._form()
 
     def _record(self) -> Iterator[Message]:
         rows = self.layout.record
@@ -111,6 +130,12 @@ class _Checks:
         for rel in rows:
             if rel not in self.layout.files and rel != record_rel:
                 yield Message("wheel.mismatch.record-extra", {"member": rel})
+        if record_rel not in rows:
+            yield Message("wheel.mismatch.record-self-missing", {"member": record_rel})
+        elif rows[record_rel] != ("", ""):
+            yield Message(
+                "wheel.mismatch.record-self", {"member": record_rel, "found": ",".join(rows[record_rel])}
+            )
 
     def _names(self) -> Iterator[Message]:
         if problem := self.layout.name_problem():
@@ -119,22 +144,18 @@ class _Checks:
             )
         points = f"{self.layout.dist_info}/entry_points.txt"
         if points in self.layout.files:
-            parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
-            parser.optionxform = str  # type: ignore[assignment,method-assign]
-            parser.read_string(self.archive.read(points).decode("utf-8"))
-            for section in parser.sections():
-                for name, value in parser.items(section):
-                    module = value.split(":")[0].strip()
-                    if not self._has_module(module):
-                        yield Message(
-                            "wheel.mismatch.entry-point", {"name": name, "value": value, "module": module}
-                        )
-
-    def _has_module(self, module: str) -> bool:
-        stem = module.replace(".", "/")
-        if f"{stem}.py" in self.layout.files or f"{stem}/__init__.py" in self.layout.files:
-            return True
-        return any(rel.startswith(f"{stem}.") and rel.endswith((".so", ".pyd")) for rel in self.layout.files)
+            try:
+                found = entry_points(
+                    zipio.read_small(self.archive, self.layout.files[points], str(self.path))
+                )
+            except ValueError as exc:
+                yield Message("wheel.mismatch.entry-points", {"member": points, "error": str(exc)})
+                return
+            for name, value, module in found:
+                if not has_module(self.layout.files, module):
+                    yield Message(
+                        "wheel.mismatch.entry-point", {"name": name, "value": value, "module": module}
+                    )
 
     def _provenance_files(self) -> Iterator[Message]:
         assert self.record is not None
@@ -183,10 +204,19 @@ class _Checks:
         assert self.record is not None
         pin = provenance.pin_of(self.record)
         source = self.fetch(pin, self.record["source_wheel"]["sha256"])
-        request = Request(pin, self.record["series"]["dir"], self.entries, self.overlays)
+        dist, epoch = self.record["distribution"], self.record.get("source_date_epoch")
+        audit = self.audit(self.entries, pin) if self.audit else self.record.get("audit")
+        request = Request(
+            pin, self.record["series"]["dir"], self.entries, self.overlays, audit=audit, epoch=epoch
+        )
         with zipio.open_wheel(str(source.path)) as archive:
             base = read_layout(archive, source.filename)
-            changes = expected_changes(archive, base, request, self.record["distribution"]["version"])
+            changes = expected_changes(archive, base, request, dist["version"])
+            self.made = (
+                metadata(archive, base, dist["name"], dist["version"]),
+                provenance_record(request, source, base, dist["name"], dist["version"], changes),
+                base,
+            )
         for rel in sorted(set(changes.rows) | set(self.record["files"])):
             want = changes.rows.get(rel, {}).get("sha256")
             have = self.record["files"].get(rel, {}).get("sha256")
@@ -234,6 +264,86 @@ class _Checks:
                         "actual": f"{zipio.member_mode(info):o}",
                     },
                 )
+
+    def _made(self) -> Iterator[Message]:
+        """METADATA and the provenance are what a build from the source and the series writes. The
+        builder's word: patchkit's version, the pin's sdist sha256 (a build does not see the sdist
+        either), and the audit block without --audit."""
+        assert self.record is not None
+        expected_metadata, expected, base = self.made
+        rel = f"{self.layout.dist_info}/METADATA"
+        if self.hashes.get(rel) != naming.record_hash(hashlib.sha256(expected_metadata).digest()):
+            have = zipio.read_small(self.archive, self.layout.files[rel], str(self.path)).splitlines()
+            want = expected_metadata.splitlines()
+            line = next(
+                (i for i, (a, b) in enumerate(zip(have, want), 1) if a != b), min(len(have), len(want)) + 1
+            )
+            yield Message("wheel.mismatch.metadata", {"member": rel, "line": line})
+            return
+        expected["patchkit"] = self.record["patchkit"]
+        if not _same_version(self.record["pin"].get("version"), base.version):
+            expected["pin"] = {**expected["pin"], "version": base.version}
+        if canonicalize_name(str(self.record["pin"].get("name"))) != canonicalize_name(base.name):
+            expected["pin"] = {**expected["pin"], "name": base.name}
+        if found := _difference(self.record, expected, ""):
+            field, recorded, want = found
+            yield Message(
+                "wheel.mismatch.provenance-field",
+                {"field": field, "recorded": _shown(recorded), "expected": _shown(want)},
+            )
+
+    def _form(self) -> Iterator[Message]:
+        """Every member a regular file (0644 or 0755) with the one timestamp the build gives, and no
+        byte of the file outside a member."""
+        assert self.record is not None
+        with open(self.path, "rb") as raw:
+            if stray := zipio.stray_bytes(raw, self.archive):
+                yield Message("wheel.mismatch.stray-bytes", {"offset": stray[0], "count": stray[1]})
+        epoch = self.record.get("source_date_epoch")
+        when = zipio.epoch_date_time(min(epoch, zipio.DOS_LAST)) if epoch is not None else self.made[2].newest
+        for info in self.archive.infolist():
+            mode = info.external_attr >> 16
+            if mode not in (stat.S_IFREG | 0o644, stat.S_IFREG | 0o755):
+                yield Message("wheel.mismatch.member-type", {"member": info.filename, "actual": f"{mode:o}"})
+            elif zipio.dos_date_time(info.date_time) != zipio.dos_date_time(when):
+                yield Message(
+                    "wheel.mismatch.member-time",
+                    {"member": info.filename, "actual": _stamp(info.date_time), "expected": _stamp(when)},
+                )
+
+
+def _difference(recorded: object, expected: object, at: str) -> tuple[str, object, object] | None:
+    """The first field (``series.patches[0].status``) where two JSON values differ; None when equal."""
+    if isinstance(recorded, dict) and isinstance(expected, dict):
+        for key in sorted(set(recorded) | set(expected)):
+            found = _difference(
+                recorded.get(key, _ABSENT), expected.get(key, _ABSENT), f"{at}.{key}" if at else key
+            )
+            if found:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(expected, list) and len(recorded) == len(expected):
+        for index, (have, want) in enumerate(zip(recorded, expected)):
+            if found := _difference(have, want, f"{at}[{index}]"):
+                return found
+        return None
+    return None if type(recorded) is type(expected) and recorded == expected else (at, recorded, expected)
+
+
+def _shown(value: object) -> str:
+    text = "absent" if value is _ABSENT else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 120 else f"{text[:117]}..."
+
+
+def _stamp(date_time: tuple[int, ...]) -> str:
+    return "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}".format(*date_time[:6])
+
+
+def _same_version(found: object, source: str) -> bool:
+    try:
+        return isinstance(found, str) and Version(found) == Version(source)
+    except InvalidVersion:
+        return False
 
 
 def _hex(record_hash: str | None) -> str | None:

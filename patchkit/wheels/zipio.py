@@ -34,6 +34,8 @@ _LIMIT = 0xFFFFFFFF
 MADE_BY = (3 << 8) | 20  # Unix, zip spec 2.0
 NEEDED = 20
 DOS_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip can hold
+DOS_LAST = 4354819198  # 2107-12-31T23:59:58Z, the latest
+SMALL_LIMIT = 64 << 20  # a .dist-info text read whole (vLLM's RECORD: 0.6 MB); more is a zip bomb
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,18 @@ def open_wheel(path: str, where: str | None = None) -> zipfile.ZipFile:
     return archive
 
 
+def read_small(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> bytes:
+    """A metadata member read whole; UserError when it declares more than ``SMALL_LIMIT`` (a few
+    kilobytes deflated to gigabytes would fill the memory; ``zipfile`` reads no more than declared)."""
+    if info.file_size > SMALL_LIMIT:
+        raise UserError(
+            f"member {info.filename!r} declares {info.file_size:,} bytes, more than the "
+            f"{SMALL_LIMIT >> 20} MiB a wheel's metadata file may hold",
+            where,
+        )
+    return archive.read(info)
+
+
 def files_of(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     """The file members (directory entries are not files: RECORD never lists them)."""
     return [info for info in archive.infolist() if not info.is_dir()]
@@ -83,6 +97,36 @@ def dos_date_time(date_time: tuple[int, ...]) -> tuple[int, int]:
 def epoch_date_time(epoch: int) -> tuple[int, ...]:
     """SOURCE_DATE_EPOCH as a zip timestamp (UTC, as reproducible builds read it), clamped to 1980."""
     return tuple(time.gmtime(max(epoch, DOS_EPOCH))[:6])
+
+
+def stray_bytes(source: BinaryIO, archive: zipfile.ZipFile) -> tuple[int, int] | None:
+    """(offset, count) of the first bytes of the file that belong to no member (a prefix, a gap
+    between members, an extra field, a comment, trailing bytes: what ``ZipWriter`` never writes and
+    a reader skips, so a wheel that verifies can carry nothing else); None when there are none."""
+    end = source.seek(0, 2)
+    source.seek(max(end - _END.size - 0xFFFF - CHUNK, 0))
+    tail = source.read()
+    at = end - len(tail) + tail.rfind(b"PK\x05\x06")
+    if at < end - len(tail) or at + _END.size > end:
+        return (0, end)  # no end record (zipfile found one: it cannot get here)
+    if at + _END.size != end:
+        return (at + _END.size, end - at - _END.size)  # a comment or bytes after the end record
+    size, stored_start = _END.unpack(tail[-_END.size :])[5:7]
+    offset = 0
+    for info in sorted(archive.infolist(), key=lambda i: i.header_offset):
+        if info.header_offset != offset:
+            return (offset, abs(info.header_offset - offset))
+        source.seek(offset)
+        header = source.read(_LOCAL.size)
+        if len(header) != _LOCAL.size:
+            return (offset, len(header))
+        name_len, extra_len = _LOCAL.unpack(header)[-2:]
+        if extra_len or info.extra or info.comment or info.flag_bits & 0x8:
+            return (offset + _LOCAL.size + name_len, extra_len or len(info.extra) or len(info.comment))
+        offset += _LOCAL.size + name_len + info.compress_size
+    if offset != stored_start or stored_start + size != end - _END.size:
+        return (offset, abs(stored_start - offset) or abs(end - _END.size - stored_start - size))
+    return None
 
 
 def raw_chunks(source: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
