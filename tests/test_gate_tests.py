@@ -7,7 +7,8 @@ from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, 
 
 from patchkit import timing
 from patchkit.audit.engine import AuditOptions, run_audit
-from patchkit.audit.gates.tests import TestSettings, materialise, owns_bytecode, xdist_args
+from patchkit.audit.gates.tests import TestSettings, materialise
+from patchkit.audit.pytestrun import owns_bytecode, xdist_args
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.words import fill_words

@@ -48,6 +48,9 @@ ENGLISH_GATE_FRAGMENTS = (
     "passed on both",
     "could-not-run (",
     "ran on both the base",
+    "passed with the patch",
+    "no witness recorded",
+    "its outcome",
     "all gates passed",
     "no Signed-off-by",
 )
@@ -132,7 +135,8 @@ def _emitted_keys() -> set[str]:
     """Every catalogue key patchkit's gates, verdicts and test comparison can put in a message:
     the key literals in the source, plus the families built from a name (test categories, causes)."""
     text = "".join(p.read_text("utf-8") for p in sorted(PACKAGE.rglob("*.py")))
-    keys = set(re.findall(r'"((?:gate|reason|dco\.commit|tests\.run|wheel)\.[a-z.-]+[a-z])"', text))
+    families = r"gate|reason|dco\.commit|tests\.run|wheel|ui\.witness"
+    keys = set(re.findall(rf'"((?:{families})\.[a-z.-]+[a-z])"', text))
     keys |= {f"tests.part.{c}" for c in ("passed", "passed-teardown", "fixed", "still-failing", "new-passed",
                                          "new-failed", "removed", "could-not-run", "regressed")}  # fmt: skip
     keys |= {f"tests.cause.{rule.name}" for rule in ENV_RULES} | {"tests.cause.count"}
