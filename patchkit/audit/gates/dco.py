@@ -1,7 +1,8 @@
 """dco gate: every source commit carries a Signed-off-by matching its author (never writes one).
 
 The trailers are git's own reading of each commit message (``git interpret-trailers --parse
---no-divider``, the witness). No git: could-not-run."""
+--no-divider``, the witness); patchkit's port of git's rules (``diff/trailers``) reads it too and
+any disagreement is recorded (``details.parser_disagrees``). No git: could-not-run."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from patchkit.audit.gates import Gate, PatchUnderAudit, gate_result, witness
 from patchkit.audit.model import GateResult
 from patchkit.diff.mail import parse_address
 from patchkit.diff.model import Commit, Trailer
+from patchkit.diff.trailers import git_trailers
 from patchkit.errors import CheckFailed, UserError
 from patchkit.values import Message
 
@@ -53,7 +55,7 @@ def check_commit(commit: Commit | None, trailers: list[Trailer] | None = None) -
 def dco_gate(patch: PatchUnderAudit) -> GateResult:
     started = time.perf_counter()
     rows = []
-    read_by_git = 0
+    read_by_git, disagree = 0, []
     for commit in patch.commits or [None]:
         trailers = None
         if commit is not None and commit.has_metadata:
@@ -63,6 +65,9 @@ def dco_gate(patch: PatchUnderAudit) -> GateResult:
                 message = Message("gate.dco.no-git", {"error": str(exc)})
                 return gate_result("dco", "could-not-run", message, {}, time.perf_counter() - started)
             read_by_git += 1
+            ours = [(t.key, t.value) for t in git_trailers(commit.message)]
+            if ours != [(t.key, t.value) for t in trailers]:
+                disagree.append((commit.sha or "?")[:12])
         ok, why = check_commit(commit, trailers)
         rows.append(
             {
@@ -84,12 +89,15 @@ def dco_gate(patch: PatchUnderAudit) -> GateResult:
         message = Message("gate.dco.missing", {"bad": len(bad), "total": len(rows), "commits": shas})
     status = "passed" if not bad else "failed"
     details: dict = {"commits": rows, "trailers_from": "git interpret-trailers"}
+    if disagree:
+        details["parser_disagrees"] = disagree
     evidence = []
     if read_by_git:
         evidence.append(witness("git interpret-trailers", f"exit 0 for {read_by_git} commit message(s)",
                                 version=git.version(), command=["git", *git.INTERPRET_TRAILERS],
                                 inputs=[(r["sha"] or "?")[:12] for r in rows],
-                                counts={"commits": len(rows), "signed": len(rows) - len(bad)}))  # fmt: skip
+                                counts={"commits": len(rows), "signed": len(rows) - len(bad),
+                                        "agreed": read_by_git - len(disagree)}))  # fmt: skip
     return gate_result("dco", status, message, details, time.perf_counter() - started, evidence)
 
 
