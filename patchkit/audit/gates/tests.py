@@ -204,10 +204,13 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         if passed:  # the base ran; with the patch pytest cannot even report: the patch broke it
             params = {"passed": passed, "error": patch_side.message.to_dict()}
             return result("failed", "gate.tests.no-report", params, selection=selection, base=passed)
-    for key, side in (("gate.tests.base-run", base_side), ("gate.tests.patched-run", patch_side)):
-        if isinstance(side, NoReport):
-            return result(cannot, key, {"error": side.message.to_dict()}, selection=selection)
-    cmp = compare(base_side, patch_side)
+    hung = isinstance(patch_side, NoReport) and patch_side.timed_out  # the base finished: the patch's
+    if isinstance(patch_side, NoReport) and not hung:
+        return result(
+            cannot, "gate.tests.patched-run", {"error": patch_side.message.to_dict()}, selection=selection
+        )
+    patched = {} if hung else patch_side
+    cmp = compare(base_side, None if hung else patch_side)
     details = {
         "selection": selection,
         "environment": env_info,
@@ -221,16 +224,23 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in ("passed", "skipped")},
         "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
         "messages": {
-            t: patch_side[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patch_side
+            t: patched[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patched
         },
     }
     summary = summary_message(cmp)
     evidence = [_pytest_witness(settings, env_info, selection, "base", cmp.base_counts),
                 _pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]  # fmt: skip
-    if cmp.count("regressed") or cmp.count("new-failed"):
+    if hung:
+        params = {
+            "seconds": f"{settings.test_timeout:g}",
+            "base": len(base_side),
+            "summary": summary.to_dict(),
+        }
+        return result("failed", "gate.tests.patched-timed-out", params, evidence=evidence[:1], **details)
+    if cmp.failing:
         return result("failed", summary.key, summary.params, evidence=evidence, **details)
-    if cmp.ran_on_both == 0:  # "ran" = at least one selected test ran on the base and with the patch
-        return result(cannot, "gate.tests.nothing-ran", {"summary": summary.to_dict()}, **details)
+    if not cmp.passed_with_patch:  # nothing witnessed that a test passes with the patch
+        return result(cannot, "gate.tests.nothing-passed", {"summary": summary.to_dict()}, **details)
     return result("passed", summary.key, summary.params, evidence=evidence, **details)
 
 
