@@ -181,10 +181,10 @@ def test_gates_skipped_because_the_patch_does_not_apply_make_it_not_ready(tmp_pa
     code, data = _audit_json(tmp_path, "ruff,dco")
     stale = data["patches"][5]
     assert stale["patch"] == "0006-stale.patch"
+    assert stale["verdict"] == "needs-work" and code == 1
     ruff = stale["gates"][0]
     assert (ruff["gate"], ruff["status"], ruff["cause"]) == ("ruff", "skipped", "apply")
     assert stale["gates"][1]["status"] == "passed"  # dco reads the message: it needs no tree
-    assert stale["verdict"] == "needs-work" and code == 1
     assert any("did not run" in r and "apply failed" in r for r in stale["reasons"])
 
 
