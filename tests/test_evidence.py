@@ -209,3 +209,13 @@ def test_every_report_shows_each_gates_witness(tmp_path):
     console = Console(file=io.StringIO(), width=300)
     print_summary(result, "en", console)
     assert "0001-calc.patch Witness: apply: patchkit apply engine" in console.file.getvalue()
+
+
+def test_every_reader_of_a_record_gets_the_decided_verdicts(tmp_path):
+    """``patchkit report``'s loader (also what ``patchkit wheel --audit`` reads) decides the record."""
+    from patchkit.commands.report import load
+
+    record = load(_record(tmp_path))
+    assert record.verdict == "incomplete" and record.patches[0].verdict == "incomplete"
+    assert [g.status for g in record.patches[0].gates] == ["could-not-run", "could-not-run"]
+    assert all("without a witness" in reason for reason in record.patches[0].reasons)

@@ -21,8 +21,7 @@ def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | N
     if lang not in LANGS:
         raise UserError(f"unknown language {lang!r} (choose from {', '.join(LANGS)})")
     merged = merge([load(path) for path in results])
-    decide_record(merged)  # a record is shown as the verdict module decides it, never as written
-    fill_decided(merged)
+    fill_decided(merged)  # merged shards are decided again (merge_results); their reasons need words
     render_all(merged, html=html, md=md, junit=junit, lang=lang)
     if verbosity() >= 0:
         print_summary(merged, lang)
@@ -46,7 +45,8 @@ def load(path: Path) -> AuditResult:
     if found := validate.problems(result):
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise UserError(f"not a renderable audit result: {found[0]}{more}", str(path))
-    return result
+    decide_record(result)  # every reader (report, wheel --audit) sees the verdicts audit/verdict.py gives
+    return fill_decided(result)
 
 
 def merge(results: list[AuditResult]) -> AuditResult:
