@@ -42,7 +42,7 @@ class Evidence(JsonMixin):
 
     tool: str  # what ran, as it names itself: "ruff", "python", "pytest", "git interpret-trailers"
     version: str = ""  # its version, as it reports it
-    command: list[str] = field(default_factory=list)  # argv when it is a process (scratch paths as <tree>)
+    command: list[str] = field(default_factory=list)  # argv of a process; what varies as {placeholder}
     inputs: list[str] = field(default_factory=list)  # what it read: files, modules, tests, commits
     outcome: str = ""  # its own result in its own terms: "exit 0", "3 passed, 1 skipped", "agrees"
     counts: dict[str, int] = field(default_factory=dict)  # what it counted (keys: evidence.count.*)

@@ -164,7 +164,7 @@ def _python_witness(python: str, modules: list[str], real: dict[str, dict]) -> E
     counts = {"modules": len(real), "imported": told["passed"], "failed": told["failed"]}
     counts |= {"fails_on_base": told["fails on the base too"], "could_not_run": told["could-not-run"]}
     said = f"{told['passed']} of {len(real)} import(s) exit 0"
-    command = [python, "-c", "import <module>"]
+    command = [python, "-c", "import {module}"]
     return witness("python", said, version=_python_version(python), command=command, inputs=modules,
                    counts=counts)  # fmt: skip
 

@@ -206,7 +206,7 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
         added = added_findings(before, after)
         counts = {"files": len(py_files), "findings_before": len(before), "findings_after": len(after),
                   "findings_added": len(added)}  # fmt: skip
-        command = [*RUFF_ARGS, "<touched .py files>"]
+        command = [*RUFF_ARGS, "{touched .py files}"]
         said = "exit 0 on both sides"
         evidence.append(
             witness("ruff", said, version=tool.version, command=command, inputs=py_files, counts=counts)

@@ -223,9 +223,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         "patched": dict(cmp.patch_counts),
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in ("passed", "skipped")},
         "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
-        "messages": {
-            t: patched[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patched
-        },
+        "messages": {t: patched[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patched},
     }
     summary = summary_message(cmp)
     evidence = [_pytest_witness(settings, env_info, selection, "base", cmp.base_counts),
@@ -250,7 +248,7 @@ def _pytest_witness(
     """One pytest run (a side) as evidence: its interpreter, its own outcome counts."""
     told = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no test"
     return witness(f"pytest ({side})", told, version=str(env_info.get("pytest") or ""),
-                   command=[settings.python, "-m", "pytest", "--junitxml=<report>", "<selection>"],
+                   command=[settings.python, "-m", "pytest", "--junitxml={report}", "{selection}"],
                    inputs=selection, counts={k: int(v) for k, v in counts.items()})  # fmt: skip
 
 
