@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from functools import cache
 from pathlib import Path
 
 from patchkit.errors import CheckFailed, UserError
@@ -147,3 +148,29 @@ def ls_remote(url: str, rev: str) -> str | None:
     refs = dict(reversed(line.split("\t", 1)) for line in proc.stdout.decode().splitlines() if "\t" in line)
     peeled = [sha for ref, sha in refs.items() if ref.endswith("^{}")]
     return (peeled or list(refs.values()) or [None])[0]
+
+
+@cache
+def version() -> str:
+    """``git --version``'s version ("2.39.5"); "" when git does not run."""
+    try:
+        text = run(["--version"], check=False).stdout.decode(errors="replace")
+    except (UserError, CheckFailed):
+        return ""
+    return text.strip().rpartition(" ")[2]
+
+
+INTERPRET_TRAILERS = ("interpret-trailers", "--parse", "--no-divider")
+
+
+def interpret_trailers(message: str) -> list[tuple[str, str]]:
+    """The trailers git reads in a commit message: ``git interpret-trailers --parse --no-divider``
+    as (key, value) pairs, with nobody's ``trailer.*`` configuration. Raises UserError (no git) or
+    CheckFailed (timeout), RuntimeError (git refused)."""
+    proc = run(list(INTERPRET_TRAILERS), "/", input=message.encode("utf-8", errors="surrogateescape"),
+               env={"GIT_CONFIG_GLOBAL": os.devnull})  # fmt: skip
+    pairs = []
+    for line in proc.stdout.decode("utf-8", errors="surrogateescape").split("\n")[:-1]:
+        key, _, value = line.partition(": ")
+        pairs.append((key, value))
+    return pairs

@@ -5,8 +5,9 @@ import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 from typer.testing import CliRunner
 
-from patchkit.audit.engine import exit_code, in_shard, merge_results, parse_shard, verdict_reasons, worst
-from patchkit.audit.model import AuditResult, GateResult, PatchAudit
+from patchkit.audit.engine import in_shard, merge_results, parse_shard
+from patchkit.audit.model import AuditResult, Evidence, GateResult, PatchAudit
+from patchkit.audit.verdict import exit_code, verdict_reasons, worst
 from patchkit.cli import app
 from patchkit.errors import UserError
 from patchkit.report.i18n import message_text
@@ -23,7 +24,9 @@ def patch_verdict(gates):
 
 
 def g(gate, status, summary="s"):
-    return GateResult(gate, status, summary)
+    """A gate result; a passed one carries a witness, as every gate's must (audit/verdict.py)."""
+    evidence = [Evidence("tool", outcome="exit 0")] if status == "passed" else []
+    return GateResult(gate, status, summary, evidence=evidence)
 
 
 def test_verdict_ready_needs_work_blocked():
@@ -83,7 +86,8 @@ def test_shards_are_deterministic_and_cover_the_series_once():
 
 def _result(names, shard, order):
     pin = Pin(tree_hash="h")
-    patches = [PatchAudit(n, "d", {"en": n}, [], "ready" if "ok" in n else "needs-work", []) for n in names]
+    patches = [PatchAudit(n, "d", {"en": n}, [g("dco", "passed" if "ok" in n else "failed")],
+                          "ready" if "ok" in n else "needs-work", []) for n in names]  # fmt: skip
     return AuditResult("s", pin, patches, worst([p.verdict for p in patches]),
                        {"series_patches": order}, shard, "t")  # fmt: skip
 

@@ -34,7 +34,9 @@ def test_an_import_of_a_name_defined_nowhere_fails_naming_module_and_name(tmp_pa
     result, gates = _audit(tmp_path, {"0001-helper.patch": patch_text(good),
                                       "0002-user.patch": patch_text(bad)})  # fmt: skip
     assert result.exit_code == 1, result.output
-    assert gates["0001-helper.patch"]["status"] == "passed"
+    # no interpreter given: the static half ran, the real import did not, so never "passed"
+    assert gates["0001-helper.patch"]["status"] == "could-not-run"
+    assert "no real import" in gates["0001-helper.patch"]["summary"]
     failed = gates["0002-user.patch"]
     assert failed["status"] == "failed"
     assert "vllm/user.py:1" in failed["summary"] and "GHOST" in failed["summary"]
@@ -68,3 +70,56 @@ def test_an_import_of_a_module_a_later_patch_adds_fails_and_the_real_import_conf
     confirmed = "the real import fails too: ModuleNotFoundError: No module named 'vllm.ghost_helpers'"
     assert confirmed in failed["summary"]
     assert gates["0002-module.patch"]["status"] == "passed"
+
+
+def test_without_an_interpreter_the_gate_could_not_run_and_the_patch_is_incomplete(tmp_path) -> None:
+    good = file_diff("vllm/helper.py", None, "VALUE = 1\n")
+    result, gates = _audit(tmp_path, {"0001-helper.patch": patch_text(good)})
+    gate = gates["0001-helper.patch"]
+    assert gate["status"] == "could-not-run", gate  # was: passed ("no real import")
+    assert "no interpreter given" in gate["summary"] and result.exit_code == 3
+    assert [e["tool"] for e in gate["evidence"]] == [gate["evidence"][0]["tool"]]  # the static half only
+
+
+def test_a_real_import_that_times_out_could_not_run(tmp_path, monkeypatch) -> None:
+    from patchkit.audit.gates import imports
+
+    monkeypatch.setattr(imports, "IMPORT_TIMEOUT", 3.0)
+    slow = file_diff("vllm/slow.py", None, "import time\n\ntime.sleep(30)\n")
+    result, gates = _audit(tmp_path, {"0001-slow.patch": patch_text(slow)}, "--python", sys.executable)
+    gate = gates["0001-slow.patch"]
+    assert gate["status"] == "could-not-run", gate  # was: passed (the module counted as "could not run")
+    assert "vllm.slow" in gate["summary"] and "timed out after 3 s" in gate["summary"]
+    assert result.exit_code == 3
+
+
+def test_a_passed_imports_gate_names_the_interpreter_that_imported(tmp_path) -> None:
+    good = file_diff("vllm/helper.py", None, "VALUE = 1\n")
+    result, gates = _audit(tmp_path, {"0001-helper.patch": patch_text(good)}, "--python", sys.executable)
+    gate = gates["0001-helper.patch"]
+    assert gate["status"] == "passed" and result.exit_code == 0, gate
+    python = next(e for e in gate["evidence"] if e["tool"] == "python")
+    assert python["counts"]["imported"] == 1 and python["command"][0] == sys.executable
+
+
+def test_every_import_failing_on_the_base_too_is_no_witness(tmp_path) -> None:
+    """A package that cannot be imported here at all (its __init__ needs what is missing): the
+    patch is not blamed, and nothing shows that it imports either."""
+    base_init = "import a_package_this_host_lacks\n"
+    change = file_diff(
+        "vllm/calc.py", "def add(a, b):\n    return a + b\n", "def add(a, b):\n    return b + a\n"
+    )
+    base = fake_base(tmp_path / "base")
+    (base / "vllm" / "__init__.py").write_text(base_init)
+    (base / "vllm" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    series = write_series(tmp_path / "series", {"0001-calc.patch": patch_text(change)})
+    out = tmp_path / "a.json"
+    args = ["audit", str(series), "--base", str(base), "--gates", "imports", "--json", str(out),
+            "--python", sys.executable]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    gate = json.loads(out.read_text())["patches"][0]["gates"][0]
+    assert gate["status"] == "could-not-run", gate
+    assert (
+        "fail to import on the base too" in gate["summary"] and "a_package_this_host_lacks" in gate["summary"]
+    )
+    assert result.exit_code == 3

@@ -7,7 +7,8 @@ from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, 
 
 from patchkit import timing
 from patchkit.audit.engine import AuditOptions, run_audit
-from patchkit.audit.gates.tests import TestSettings, materialise, owns_bytecode, xdist_args
+from patchkit.audit.gates.tests import TestSettings, materialise
+from patchkit.audit.pytestrun import owns_bytecode, xdist_args
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.words import fill_words
@@ -61,7 +62,7 @@ def test_regressed_could_not_run_and_passed(tmp_path, cache):
 
     assert hub.status == "could-not-run"  # nothing ran: never passed
     assert hub.details["causes"] == {"no-accelerator": 1, "model-hub-unreachable": 1}
-    assert hub.summary.startswith("no selected test ran on both the base and the patched tree")
+    assert hub.summary.startswith("no selected test passed with the patch")
     assert result.patches[0].verdict == "incomplete"  # a requested gate that could not run: never ready
     assert any("tests could not run here" in r and "incomplete" in r for r in result.patches[0].reasons)
 
@@ -139,12 +140,12 @@ def test_a_module_that_cannot_be_collected_does_not_hide_the_others(tmp_path, ca
     diff = file_diff("tests/test_new_ok.py", None, ok) + file_diff("tests/test_new_cpu.py", None, platform)
     base, pin, series = build(tmp_path, {"0001-tests.patch": patch_text(diff, trailers=SIGN)})
     result = gate(audit(base, pin, series), 0)
-    # new tests only: nothing ran on both sides, so the gate could not compare (never "passed")
-    assert result.status == "could-not-run", result.summary
-    assert "1 new-passed; 1 of 2 could-not-run (unsupported-platform)" in result.summary
-    assert result.details["could_not_run_share"] == 0.5
-    assert result.details["counts"] == {"new-passed": 1, "could-not-run": 1}
-    assert result.details["causes"] == {"unsupported-platform": 1}
+    # both modules ran (one did not collect); the base never hit "Unsupported platform", so the
+    # environment is not blamed: a new test module the patch adds that cannot even be collected
+    assert result.status == "failed", result.summary
+    assert "1 new-passed; 1 new-failed; 0 regressed" in result.summary
+    assert result.details["counts"] == {"new-passed": 1, "new-failed": 1}
+    assert result.details["causes"] == {}
 
 
 def test_xdist_only_where_it_can_spread_the_work():

@@ -86,7 +86,11 @@ def test_trailers() -> None:
         ("Co-developed-by", "B <b@x>"),
         ("Signed-off-by", "B <b@x>"),
     ]
-    assert parse_trailers("text\n\nSigned-off-by: A <a@x>\nthis is prose") == []
+    # git's rule: a block with a line git writes itself (Signed-off-by) and >= 25 % trailers is one
+    assert [t.key for t in parse_trailers("text\n\nSigned-off-by: A <a@x>\nthis is prose")] == [
+        "Signed-off-by"
+    ]
+    assert parse_trailers("text\n\nReviewed-by: A <a@x>\nthis is prose") == []
     assert parse_trailers("only a paragraph of prose") == []
     assert parse_trailers("") == []
 
@@ -313,7 +317,7 @@ def test_parse_address_is_the_stdlib_parseaddr() -> None:
 
     rng = random.Random(7)
     names = "abcXYZ .-'_é中0!#$%&*+=?^`{|}~/\t\"()<>,;:@[]\\"
-    local = "abc.-_+1\"() "
+    local = 'abc.-_+1"() '
     checked = 0
     for _ in range(20000):
         name = "".join(rng.choice(names) for _ in range(rng.randint(0, 12)))

@@ -18,7 +18,7 @@ from rich.console import Console
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit
-from patchkit.audit.testselect import ENV_RULES, Comparison, summary_message
+from patchkit.audit.testselect import ENV_RULES, SUMMARY_ORDER, Comparison, summary_message
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.html import render_html
@@ -48,6 +48,9 @@ ENGLISH_GATE_FRAGMENTS = (
     "passed on both",
     "could-not-run (",
     "ran on both the base",
+    "passed with the patch",
+    "no witness recorded",
+    "its outcome",
     "all gates passed",
     "no Signed-off-by",
 )
@@ -110,7 +113,7 @@ def test_zh_report_of_real_gate_results_has_no_english_gate_sentence(audited):
         assert "dco 未通过：" in text and "在序列中的位置上打不上" in text
         assert "按序列顺序可以打上；需要先打 0001-calc.patch" in text
         assert (
-            "tests 在本机无法运行：没有任何选中的测试同时在基线和打补丁后的代码上运行" in text
+            "tests 在本机无法运行：打补丁后没有任何选中的测试通过" in text
             and "没有加速卡 1 个" in text
         )
         assert not re.search(r"\b(gate|reason|dco\.commit|tests\.part)\.[a-z-]+", text)  # no raw key
@@ -132,9 +135,10 @@ def _emitted_keys() -> set[str]:
     """Every catalogue key patchkit's gates, verdicts and test comparison can put in a message:
     the key literals in the source, plus the families built from a name (test categories, causes)."""
     text = "".join(p.read_text("utf-8") for p in sorted(PACKAGE.rglob("*.py")))
-    keys = set(re.findall(r'"((?:gate|reason|dco\.commit|tests\.run|wheel)\.[a-z.-]+[a-z])"', text))
-    keys |= {f"tests.part.{c}" for c in ("passed", "passed-teardown", "fixed", "still-failing", "new-passed",
-                                         "new-failed", "removed", "could-not-run", "regressed")}  # fmt: skip
+    families = r"gate|reason|dco\.commit|tests\.run|wheel|ui\.witness"
+    keys = set(re.findall(rf'"((?:{families})\.[a-z.-]+[a-z])"', text))
+    parts = ("passed", "passed-teardown", "could-not-run", "regressed", *SUMMARY_ORDER)
+    keys |= {f"tests.part.{c}" for c in parts}
     keys |= {f"tests.cause.{rule.name}" for rule in ENV_RULES} | {"tests.cause.count"}
     keys |= {f"wheel.status.{status}" for status in ("applied", "partly-applied", "skipped")}
     return keys

@@ -123,12 +123,12 @@ def test_collection_error_with_patch_regresses_the_module_tests():
 def test_nothing_ran_when_everything_is_environment():
     both = {"a": _o("error", "model-hub-unreachable")}
     cmp = compare(both, dict(both))
-    assert cmp.ran == 0 and cmp.ran_on_both == 0 and cmp.count("could-not-run") == 1
+    assert cmp.passed_with_patch == 0 and cmp.count("could-not-run") == 1
 
 
-def test_new_tests_alone_did_not_run_on_both_sides():
+def test_a_new_test_that_passes_is_a_test_that_passed_with_the_patch():
     cmp = compare({}, {"n": _o("passed")})
-    assert cmp.ran == 1 and cmp.ran_on_both == 0  # the tests gate calls this could-not-run
+    assert cmp.rows == {"new-passed": ["n"]} and cmp.passed_with_patch == 1
 
 
 TEARDOWN_JUNIT = """<?xml version="1.0"?><testsuites><testsuite>

@@ -274,13 +274,14 @@ def test_a_renamed_distribution_is_consistent_and_verifies(project: Project, tmp
 
 
 def test_the_audit_verdict_goes_into_the_provenance(project: Project, tmp_path: Path) -> None:
-    from patchkit.audit.model import AuditResult, GateResult, PatchAudit
+    from patchkit.audit.model import AuditResult, Evidence, GateResult, PatchAudit
     from patchkit.diff.hunks import render_diff
     from patchkit.series.files import load_entries
     from patchkit.values import Pin
 
     (entry,) = load_entries(project.series)
-    gate = GateResult("apply", "passed", "applies alone on the base and in series")
+    witness = [Evidence("patchkit apply engine", outcome="applied in series")]  # a passed needs one
+    gate = GateResult("apply", "passed", "applies alone on the base and in series", evidence=witness)
     patch = PatchAudit(
         "0001-calc.patch",
         "calc",

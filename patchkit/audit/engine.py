@@ -11,7 +11,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -23,71 +23,32 @@ from patchkit import cache
 from patchkit.audit import guide
 from patchkit.audit.focus import focused_tests, patch_labels, patch_owner_lines, patch_reviewers
 from patchkit.audit.gates import (
-    NOT_APPLIED,
     GateContext,
     PatchUnderAudit,
     SeriesState,
     Trees,
     apply_files,
-    gate_result,
+    not_applied,
 )
 from patchkit.audit.gates.apply import series_states
 from patchkit.audit.gates.registry import GATES, REGISTRY
-from patchkit.audit.model import AuditResult, GateResult, PatchAudit, ProgressEvent, Verdict
+from patchkit.audit.model import AuditResult, GateResult, PatchAudit, ProgressEvent
+from patchkit.audit.verdict import checked, decide_record, verdict_reasons, worst
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, render_diff
 from patchkit.diff.model import FilePatch
 from patchkit.diff.pairs import diff_sides
-from patchkit.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, UserError
+from patchkit.errors import UserError
 from patchkit.series.files import load_entries, load_split_json
 from patchkit.split.model import Domain
 from patchkit.split.rules import Classifier
 from patchkit.upstream.meta import UpstreamMeta, read_upstream
-from patchkit.values import Message, Pin
+from patchkit.values import Pin
 
-GATE_RESULT_FORMAT = 3  # bump when a cached GateResult's shape or meaning changes (3: ran = on both sides)
-_RANK = {"ready": 0, "incomplete": 1, "needs-work": 2, "blocked": 3}
+GATE_RESULT_FORMAT = 4  # bump when a cached GateResult's shape or meaning changes (4: evidence, cause)
 
 
 # --------------------------------------------------------------------------- pure logic
-
-
-def verdict_reasons(gates: list[GateResult], optional: Collection[str] = ()) -> tuple[Verdict, list[Message]]:
-    """blocked if apply failed; needs-work if another gate failed; incomplete if a requested gate could
-    not run (unless the project named it optional: then the reason says it was accepted); else ready.
-    "ready" means every requested gate ran. A reason quotes its gate's message (its summary if none)."""
-    reasons: list[Message] = []
-    verdict: Verdict = "ready"
-
-    def quoted(gate: GateResult) -> dict:
-        return {"gate": gate.gate, "summary": gate.message.to_dict() if gate.message else gate.summary}
-
-    for gate in gates:
-        if gate.status == "failed":
-            verdict = "blocked" if gate.gate == "apply" else max(verdict, "needs-work", key=_RANK.get)
-            reasons.append(Message("reason.failed", quoted(gate)))
-    for gate in gates:
-        if gate.status == "could-not-run" and gate.gate in optional:
-            reasons.append(Message("reason.could-not-run-accepted", quoted(gate)))
-        elif gate.status == "could-not-run":
-            verdict = max(verdict, "incomplete", key=_RANK.get)
-            reasons.append(Message("reason.could-not-run", quoted(gate)))
-    if verdict == "ready" and not reasons:
-        ran = [g.gate for g in gates if g.status == "passed"]
-        reasons.insert(0, Message("reason.all-passed", {"gates": ran}) if ran else Message("reason.none-ran"))
-    return verdict, reasons
-
-
-def worst(verdicts: list[Verdict]) -> Verdict:
-    return max(verdicts, key=_RANK.get, default="ready")
-
-
-def exit_code(result: AuditResult) -> int:
-    """0 when every patch is ready, 1 when a gate failed, 3 when only could-not-run stands in the way."""
-    verdicts = {pa.verdict for pa in result.patches}
-    if verdicts & {"needs-work", "blocked"}:
-        return EXIT_FAILED
-    return EXIT_INCOMPLETE if "incomplete" in verdicts else EXIT_OK
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -118,7 +79,7 @@ def merge_results(results: list[AuditResult]) -> AuditResult:
             seen[pa.patch] = pa
     order = results[0].environment.get("series_patches") or sorted(seen)
     patches = sorted(seen.values(), key=lambda pa: order.index(pa.patch) if pa.patch in order else len(order))
-    return AuditResult(
+    merged = AuditResult(
         series_dir=results[0].series_dir,
         base=results[0].base,
         patches=patches,
@@ -127,6 +88,8 @@ def merge_results(results: list[AuditResult]) -> AuditResult:
         shard=None,
         created=_now(),
     )
+    decide_record(merged)  # shards are records: the same decision as a fresh audit
+    return merged
 
 
 def gate_key(gate: str, patch: PatchUnderAudit, earlier: list[PatchUnderAudit], base_hash: str,
@@ -328,12 +291,13 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
         cached = cache.get_json("audit-gate", key) if options.use_cache else None
         if cached is not None:
             result = replace(GateResult.from_dict(cached), cached=True)
-        elif gate.needs_applied and not applied and any(r.gate == "apply" for r in results):
-            result = gate_result(gate.name, "skipped", NOT_APPLIED)
+        elif gate.needs_applied and not applied:  # requested or not, the apply check failed
+            result = not_applied(gate.name, state.error)
         else:
             result = gate.run(ctx)
             if options.use_cache and result.status != "skipped":
                 cache.put_json("audit-gate", key, result.to_dict())
+        result = checked(result)  # a cached or fresh "passed" without its witness does not count
         if "needs" in result.details:
             needs = result.details["needs"]
         results.append(result)

@@ -33,6 +33,26 @@ class ProgressEvent:
 
 
 @dataclass
+class Evidence(JsonMixin):
+    """One witness a gate ran: what ran, on what, and what it said itself.
+
+    A ``passed`` GateResult needs at least one complete Evidence (a tool and its outcome);
+    ``audit/verdict.py`` demotes one without to could-not-run. Everything here is data, shown
+    verbatim; the labels around it come from the catalogues (``evidence.*``)."""
+
+    tool: str  # what ran, as it names itself: "ruff", "python", "pytest", "git interpret-trailers"
+    version: str = ""  # its version, as it reports it
+    command: list[str] = field(default_factory=list)  # argv of a process; what varies as {placeholder}
+    inputs: list[str] = field(default_factory=list)  # what it read: files, modules, tests, commits
+    outcome: str = ""  # its own result in its own terms: "exit 0", "3 passed, 1 skipped", "agrees"
+    counts: dict[str, int] = field(default_factory=dict)  # what it counted (keys: evidence.count.*)
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.tool.strip() and self.outcome.strip())
+
+
+@dataclass
 class GateResult(JsonMixin):
     gate: str
     status: GateStatus
@@ -41,6 +61,8 @@ class GateResult(JsonMixin):
     duration: float = 0.0
     cached: bool = False
     message: Message | None = None  # ``summary`` for the catalogues; None in records before it
+    evidence: list[Evidence] = field(default_factory=list)  # the witnesses that ran (passed needs one)
+    cause: str | None = None  # skipped: the gate whose failure left nothing to run ("apply")
 
 
 @dataclass

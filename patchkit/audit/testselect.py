@@ -1,8 +1,9 @@
 """Which upstream tests a patch should run, and how to read and compare their outcomes (pure logic).
 
-Outcomes come from pytest's JUnit XML. An error whose text names an environment cause (no
-accelerator, no model hub, unsupported platform, a missing optional package) on both sides is
-"could-not-run", never a failure of the patch.
+Outcomes come from pytest's JUnit XML; ``classify`` turns one test's (base, patched) pair into
+its category — the table in docs/guarantees.md ("The tests gate's classification"), row by row.
+The environment (no accelerator, no model hub, unsupported platform, a missing optional package,
+a per-test timeout) is blamed only when the base side hit the same cause.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def is_test_file(path: str) -> bool:
 
 def select_tests(templates: list[str], files: list[FilePatch], exists: Callable[[str], bool]) -> list[str]:
     """Test paths (files or directories) for a patch: expanded templates that exist in the base or
-    the patched tree, plus the test files the patch itself adds or changes."""
+    the patched tree, plus the test files the patch itself adds, changes or deletes."""
     chosen: list[str] = []
     for fp in files:
         for template in templates:
@@ -57,6 +58,8 @@ def select_tests(templates: list[str], files: list[FilePatch], exists: Callable[
     for fp in files:
         if fp.new_path and is_test_file(fp.new_path) and fp.new_path not in chosen:
             chosen.append(fp.new_path)
+        elif fp.new_path is None and fp.old_path and is_test_file(fp.old_path) and fp.old_path not in chosen:
+            chosen.append(fp.old_path)  # a test file it deletes: the base side runs it (``removed``)
     return chosen
 
 
@@ -72,13 +75,17 @@ class EnvRule:
 ENV_RULES = (
     EnvRule(
         "no-accelerator",
-        re.compile(r"Cannot access accelerator device|No CUDA GPUs|Torch not compiled with CUDA|\bCUDA\b"),
+        re.compile(
+            r"Cannot access accelerator device|No CUDA GPUs|Torch not compiled with CUDA"
+            r"|Found no NVIDIA driver|CUDA driver initialization failed|CUDA is not available"
+            r"|no CUDA-capable device"
+        ),
     ),
     EnvRule("unsupported-platform", re.compile(r"Unsupported platform")),
     EnvRule(
         "model-hub-unreachable",
         re.compile(
-            r"huggingface_hub|We couldn't connect|OfflineModeIsEnabled|\bConnectionError\b"
+            r"huggingface_hub|We couldn't connect|OfflineModeIsEnabled|requests\.exceptions\.ConnectionError"
             r"|LocalEntryNotFoundError|Max retries exceeded|Temporary failure in name resolution"
         ),
     ),
@@ -100,19 +107,19 @@ def classify_environment(text: str) -> str | None:
 
 
 # Bump when running, parsing or classifying tests changes: cached baselines and results then expire.
-OUTCOME_FORMAT = 4  # 4: focused tests from upstream CI steps join the selection
+OUTCOME_FORMAT = 5  # 5: skip reasons carry their environment cause; the classification table
 
 
 @dataclass
 class Outcome:
-    status: str  # passed | failed | error | skipped
-    text: str = ""  # failure/error message and traceback, trimmed
-    cause: str | None = None  # environment rule, for failed/error
+    status: str  # passed | failed | error | skipped; in a comparison also timeout | absent
+    text: str = ""  # failure/error/skip message and traceback, trimmed
+    cause: str | None = None  # environment rule its text matches (failed, error, skipped)
     teardown_cause: str | None = None  # the body passed; only teardown hit this environment rule
 
     @property
     def broken(self) -> bool:
-        return self.status in ("failed", "error")
+        return self.status in ("failed", "error", "timeout")
 
 
 def parse_junit(xml_text: str) -> dict[str, Outcome]:
@@ -131,7 +138,7 @@ def parse_junit(xml_text: str) -> dict[str, Outcome]:
                 break
         if status in ("failed", "error") and outcomes.get(test_id, Outcome("passed")).broken:
             continue  # a teardown error after a failure: keep the first
-        cause = classify_environment(text) if status in ("failed", "error") else None
+        cause = classify_environment(text) if status in ("failed", "error", "skipped") else None
         if status == "error" and text.startswith("failed on teardown") and cause:
             # pytest ran the body and it passed; the upstream cleanup fixture then needed the
             # environment (e.g. an accelerator). The test's verdict is its body's.
@@ -172,57 +179,81 @@ class Comparison:
         return sum(len(ids) for ids in self.rows.values())
 
     @property
-    def ran_on_both(self) -> int:
-        """Tests that ran on the base and with the patch: what the gate's "ran" means."""
-        return sum(self.count(c) for c in ("passed", "regressed", "fixed", "still-failing"))
+    def passed_with_patch(self) -> int:
+        """Tests that passed with the patch: a gate without one is never ``passed``."""
+        return sum(self.count(c) for c in PASSED_WITH_PATCH)
 
     @property
-    def ran(self) -> int:
-        """Tests that actually ran (passed or failed for a reason that is not the environment)."""
-        return sum(self.count(c) for c in RAN_CATEGORIES)
+    def failing(self) -> int:
+        """Tests whose category fails the gate."""
+        return sum(self.count(c) for c in FAILING)
 
 
-RAN_CATEGORIES = ("passed", "regressed", "fixed", "still-failing", "new-passed", "new-failed", "removed")
+PASSED_WITH_PATCH = ("passed", "fixed", "unskipped", "new-passed")
+FAILING = ("regressed", "new-failed")
+FINDINGS = ("removed", "newly-skipped")  # shown in the report, never a failure by themselves
 
 
-def compare(base: dict[str, Outcome], patched: dict[str, Outcome]) -> Comparison:
-    """Compare outcomes by test id; see the module docstring for could-not-run."""
+def classify(base: Outcome, patched: Outcome) -> str:
+    """One test's category from its (base, patched) outcomes: docs/guarantees.md's table.
+
+    Statuses: passed, skipped, failed, error, timeout (the patched run hung: no report), absent
+    (not in that run). ``cause`` is the environment rule an outcome's text matches; for an absent
+    base side it is the cause the base run hit in another test, if the patched one names it."""
+    b, p = base.status, patched.status
+    if p == "absent":
+        return "removed" if b == "passed" else "dropped"
+    if p == "timeout":  # the patched run hung where the base finished
+        return "new-failed" if b == "absent" else "regressed"
+    same_cause = patched.cause is not None and patched.cause == base.cause
+    if p in ("failed", "error"):
+        if same_cause:
+            return "could-not-run"
+        if b == "absent":
+            return "new-failed"
+        return "still-failing" if base.broken else "regressed"  # passed or skipped on the base
+    if p == "skipped":
+        if b == "passed" or base.broken:
+            return "newly-skipped"
+        return "skipped"
+    # passed with the patch
+    return {"passed": "passed", "skipped": "unskipped", "absent": "new-passed"}.get(b, "fixed")
+
+
+ABSENT = Outcome("absent")
+
+
+def compare(base: dict[str, Outcome], patched: dict[str, Outcome] | None) -> Comparison:
+    """Every test id of either side through ``classify``. A base test missing with the patch
+    whose module did not collect gets that module's error; ``patched`` None: the patched run
+    hung (every base test timed out with the patch)."""
     result = Comparison()
     result.base_counts.update(o.status for o in base.values())
+    if patched is None:
+        patched = {t: Outcome("timeout", "the patched run did not finish") for t in base}
     result.patch_counts.update(o.status for o in patched.values())
-    broken_modules = {module_of(t) for t, o in patched.items() if o.status == "error" and "::" not in t}
-    broken_modules |= {module_of(t) for t, o in patched.items() if o.status == "error" and not o.cause}
+    broken: dict[str, Outcome] = {}  # module -> the error that stopped its collection with the patch
+    for test_id, outcome in sorted(patched.items()):
+        if outcome.status == "error" and ("::" not in test_id or not outcome.cause):
+            broken.setdefault(module_of(test_id), outcome)
+    base_causes = {o.cause for o in base.values() if o.cause}
     for test_id in sorted(set(base) | set(patched)):
         b, p = base.get(test_id), patched.get(test_id)
-        category = _category(test_id, b, p, broken_modules, result.causes)
+        if p is None:
+            p = broken.get(module_of(test_id), ABSENT) if b is not None else ABSENT
+        if b is None:
+            b = Outcome("absent", cause=p.cause if p.cause in base_causes else None)
+        category = classify(b, p)
         result.add(category, test_id)
-        if category in ("passed", "new-passed") and p is not None and p.teardown_cause:
+        if category == "could-not-run":
+            result.causes[p.cause] += 1
+        if category in ("passed", "new-passed") and p.teardown_cause:
             result.teardown[p.teardown_cause] += 1
     return result
 
 
-def _category(test_id, b: Outcome | None, p: Outcome | None, broken_modules, causes: Counter) -> str:
-    if p is None:
-        if b.status == "passed" and module_of(test_id) in broken_modules:
-            return "regressed"  # the patch broke collection of a module whose tests passed
-        return "removed" if b.status == "passed" else "skipped"
-    if b is None:
-        if p.broken and p.cause:
-            causes[p.cause] += 1
-            return "could-not-run"
-        return {"passed": "new-passed", "skipped": "skipped"}.get(p.status, "new-failed")
-    if b.status == "skipped" and p.status == "skipped":
-        return "skipped"
-    if b.status == "passed":
-        return "passed" if p.status in ("passed", "skipped") else "regressed"
-    if b.broken and p.broken:
-        if b.cause and p.cause:
-            causes[p.cause] += 1
-            return "could-not-run"
-        return "still-failing"
-    if b.broken and p.status == "passed":
-        return "fixed"
-    return "skipped"
+SUMMARY_ORDER = ("fixed", "unskipped", "still-failing", "new-passed", "new-failed", "newly-skipped",
+                 "removed")  # fmt: skip
 
 
 def summary_message(cmp: Comparison) -> Message:
@@ -232,7 +263,7 @@ def summary_message(cmp: Comparison) -> Message:
         parts = [Message("tests.part.passed-teardown", {"count": cmp.count("passed"), "causes": causes})]
     else:
         parts = [Message("tests.part.passed", {"count": cmp.count("passed")})]
-    for category in ("fixed", "still-failing", "new-passed", "new-failed", "removed"):
+    for category in SUMMARY_ORDER:
         if cmp.count(category):
             parts.append(Message(f"tests.part.{category}", {"count": cmp.count(category)}))
     if cmp.count("could-not-run"):

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from patchkit import timing
 from patchkit.atomic import write_atomic
-from patchkit.audit.engine import AuditOptions, exit_code, parse_shard, run_audit
+from patchkit.audit.engine import AuditOptions, parse_shard, run_audit
 from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
+from patchkit.audit.verdict import exit_code
 from patchkit.base.tree import BaseTree
 from patchkit.commands.conventions import shown
 from patchkit.commands.progress import AuditProgress
@@ -186,7 +187,7 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
     from rich.table import Table
     from rich.text import Text
 
-    from patchkit.report.terminal import STYLE
+    from patchkit.report.terminal import STYLE, short_witness
 
     console = Console(highlight=False, soft_wrap=True)
     reports = ", ".join(map(shown, written))
@@ -205,8 +206,9 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
     console.print(table)
     for pa in result.patches:
         for g in pa.gates:
-            console.print(f"{pa.patch} {g.gate}: {g.status}{' [cached]' if g.cached else ''} - {g.summary}",
-                          markup=False)  # fmt: skip
+            witness = short_witness(g, "en")
+            console.print(f"{pa.patch} {g.gate}: {g.status}{' [cached]' if g.cached else ''} - {g.summary}"
+                          f" [witness: {witness}]", markup=False)  # fmt: skip
     for pa in result.patches:
         if pa.verdict != "ready" or any(g.status == "could-not-run" for g in pa.gates):
             for reason in pa.reasons:

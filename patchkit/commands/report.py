@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from patchkit.audit.engine import exit_code, merge_results
+from patchkit.audit.engine import merge_results
 from patchkit.audit.model import AuditResult
+from patchkit.audit.verdict import decide_record, exit_code
 from patchkit.console import verbosity
 from patchkit.errors import UserError
 from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
 from patchkit.report.terminal import print_summary
+from patchkit.report.words import fill_decided
 
 
 def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | None, lang: str | None) -> int:
@@ -19,6 +21,7 @@ def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | N
     if lang not in LANGS:
         raise UserError(f"unknown language {lang!r} (choose from {', '.join(LANGS)})")
     merged = merge([load(path) for path in results])
+    fill_decided(merged)  # merged shards are decided again (merge_results); their reasons need words
     render_all(merged, html=html, md=md, junit=junit, lang=lang)
     if verbosity() >= 0:
         print_summary(merged, lang)
@@ -42,7 +45,8 @@ def load(path: Path) -> AuditResult:
     if found := validate.problems(result):
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise UserError(f"not a renderable audit result: {found[0]}{more}", str(path))
-    return result
+    decide_record(result)  # every reader (report, wheel --audit) sees the verdicts audit/verdict.py gives
+    return fill_decided(result)
 
 
 def merge(results: list[AuditResult]) -> AuditResult:

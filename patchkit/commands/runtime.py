@@ -8,8 +8,8 @@ import shutil
 import time
 from pathlib import Path
 
-from patchkit.audit.engine import exit_code
 from patchkit.audit.model import AuditResult
+from patchkit.audit.verdict import exit_code
 from patchkit.commands.audit import Outputs, write_reports
 from patchkit.errors import UserError
 from patchkit.values import Pin

@@ -7,10 +7,10 @@ import quopri
 import re
 
 from patchkit.diff.model import Trailer
+from patchkit.diff.trailers import git_trailers
 from patchkit.errors import UserError
 
 _HEADER = re.compile(r"^[!-9;-~]+:")  # RFC 5322 field name, then a colon
-_TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]):[ \t]*(\S.*)$")
 
 
 def read_headers(lines: list[str], i: int, name: str, offset: int) -> tuple[dict[str, str], int]:
@@ -122,18 +122,6 @@ def strip_diffstat(lines: list[str]) -> list[str]:
     return lines
 
 
-def parse_trailers(body: str) -> list[Trailer]:
-    """Trailers of the last paragraph (folded continuation lines joined), as git interpret-trailers."""
-    paragraphs = [p for p in re.split(r"\n\s*\n", body.strip()) if p.strip()]
-    if not paragraphs:
-        return []
-    trailers: list[Trailer] = []
-    for line in paragraphs[-1].split("\n"):
-        if line[:1] in (" ", "\t") and trailers:
-            trailers[-1].value += " " + line.strip()
-            continue
-        match = _TRAILER.match(line)
-        if not match:
-            return []  # a paragraph with a non-trailer line is prose, not a trailer block
-        trailers.append(Trailer(key=match.group(1), value=match.group(2).strip()))
-    return trailers
+def parse_trailers(message: str) -> list[Trailer]:
+    """The trailers of a commit message (title paragraph first) as git reads them (``diff/trailers``)."""
+    return git_trailers(message)

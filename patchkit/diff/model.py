@@ -28,6 +28,14 @@ class Commit(JsonMixin):
     def has_metadata(self) -> bool:
         return self.author is not None
 
+    @property
+    def message(self) -> str:
+        """The commit message as git stores it: the subject, a blank line, the body (a body read
+        from ``git log`` already starts with its subject)."""
+        if self.body.split("\n", 1)[0].strip() == self.subject.strip():
+            return self.body
+        return f"{self.subject}\n\n{self.body}" if self.body else self.subject
+
     def trailer_values(self, key: str) -> list[str]:
         return [t.value for t in self.trailers if t.key.lower() == key.lower()]
 

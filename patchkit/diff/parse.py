@@ -154,7 +154,7 @@ def _parse_message(lines: list[str], name: str, offset: int) -> Patch:
         date=headers.get("date"),
         subject=subject,
         body=body_text,
-        trailers=parse_trailers(body_text),
+        trailers=parse_trailers(f"{subject}\n\n{body_text}"),  # the message git would store
         source=where,
     )
     files: list[FilePatch] = []

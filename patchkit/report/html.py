@@ -23,7 +23,7 @@ from patchkit.diff.filediff import parse_diff
 from patchkit.errors import UserError
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 from patchkit.report.pictures import label_grid, series_graph
-from patchkit.report.words import pick, runtime_word, target_counts
+from patchkit.report.words import pick, runtime_word, target_counts, witness_lines
 
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
@@ -190,6 +190,7 @@ def _gate_view(gate, lang: str) -> dict[str, Any]:
     return {
         "gate": gate,
         "summary": summary_text(gate, lang),
+        "witnesses": witness_lines(gate, lang),
         "findings": details.get("findings") if isinstance(details.get("findings"), list) else [],
         "whitespace": details.get("whitespace") if isinstance(details.get("whitespace"), list) else [],
         "commits": [_commit_row(c, lang) for c in commits],

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 from patchkit.audit.model import AuditResult, GateResult
 from patchkit.report.i18n import reason_texts, summary_text, t
+from patchkit.report.words import witness_lines
 
 
 def render_junit(result: AuditResult, lang: str = "en") -> str:
@@ -46,6 +47,8 @@ def render_junit(result: AuditResult, lang: str = "en") -> str:
                 {"name": gate.gate, "classname": f"{patch.patch}", "time": _seconds(gate.duration)},
             )
             _outcome(case, gate, lang, accepted=gate.gate in optional)
+            lines = witness_lines(gate, lang) or [t("ui.witness.none", lang)]
+            ET.SubElement(case, "system-out").text = "\n".join(f"{t('ui.witness', lang)}: {w}" for w in lines)
         reasons = "; ".join(reason_texts(patch, lang))
         ET.SubElement(suite, "system-out").text = f"verdict: {patch.verdict}; {reasons}"
         ET.SubElement(suite, "system-err").text = ""

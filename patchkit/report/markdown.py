@@ -6,7 +6,7 @@ from collections import Counter
 
 from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.report.i18n import reason_texts, summary_text, t
-from patchkit.report.words import pick, runtime_word, target_counts
+from patchkit.report.words import pick, runtime_word, target_counts, witness_lines
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
 STATUS_ICON = {"passed": "✅", "failed": "❌", "could-not-run": "⚠️", "skipped": "⏭️"}
@@ -122,6 +122,8 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
             f"- {STATUS_ICON[g.status]} **{_cell(g.gate)}** {_word('ui.status', g.status, lang)}{colon}"
             f"{_cell(summary_text(g, lang))}" + (f" ({t('ui.cached', lang)})" if g.cached else "")
         )
+        witnesses = [f"`{_cell(w).replace('`', chr(39))}`" for w in witness_lines(g, lang)]
+        out += [f"  - {t('ui.witness', lang)}{colon}{w}" for w in witnesses or [t("ui.witness.none", lang)]]
     if p.depends_on:
         depends = t("list.sep", lang).join(_cell(d) for d in p.depends_on)
         out.append(f"- {t('ui.depends', lang)}{t('punct.colon', lang)}{depends}")

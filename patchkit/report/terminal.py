@@ -53,7 +53,16 @@ def print_summary(result: AuditResult, lang: str, console: Console | None = None
             f"{len(findings)} ({high})",
         )
     console.print(table)
+    for p in result.patches:  # what ran for each gate: the witness behind its status
+        said = [f"{g.gate}: {short_witness(g, lang)}" for g in p.gates]
+        console.print(f"{p.patch} {t('ui.witness', lang)}: {'; '.join(said)}", markup=False)
     for p in result.patches:
         if p.verdict != "ready":  # what a table cell cannot say: why
             for reason in reason_texts(p, lang):
                 console.print(f"{p.patch}: {reason}", markup=False)
+
+
+def short_witness(gate, lang: str) -> str:
+    """A gate's witnesses in a few words: tool, version and its own outcome."""
+    said = [f"{e.tool} {e.version}".strip() + f" → {e.outcome}" for e in gate.evidence]
+    return " + ".join(said) if said else t("ui.witness.none", lang)

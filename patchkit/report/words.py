@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit
-from patchkit.report.i18n import LANGS, catalogue, message_text, t
+from patchkit.audit.verdict import NO_EVIDENCE
+from patchkit.report.i18n import LANGS, catalogue, localise, message_text, t
 
 
 def fill_words(result: AuditResult) -> AuditResult:
@@ -49,6 +50,48 @@ def fill_gate(gate: GateResult) -> GateResult:
         if isinstance(row, dict) and isinstance(row.get("reason_message"), Mapping):
             row["reason"] = message_text(row["reason_message"])
     return gate
+
+
+def fill_decided(result: AuditResult) -> AuditResult:
+    """The English words of what ``audit.verdict.decide_record`` changed in a loaded record (a
+    demoted gate, reasons decided again); a message this catalogue cannot render keeps the
+    recorded English, as the renderers do."""
+    for audit in result.patches:
+        for gate in audit.gates:
+            if gate.message is not None and gate.message.key == NO_EVIDENCE:
+                gate.summary = localise(gate.message, "en", gate.summary)
+        if len(audit.reasons) != len(audit.reason_messages):
+            summaries = {g.gate: g.summary for g in audit.gates}
+            audit.reasons = [
+                localise(m, "en", f"{m.params.get('gate', '')}: {summaries.get(m.params.get('gate'), '')}")
+                for m in audit.reason_messages
+            ]
+    return result
+
+
+def witness_lines(gate: GateResult, lang: str) -> list[str]:
+    """Each witness of ``gate`` as one line in ``lang``: tool and version, its own outcome, the
+    command, what it counted. The tool's own words (outcome, command) stay as recorded."""
+    colon = t("punct.colon", lang)
+    lines = []
+    for evidence in gate.evidence:
+        tool = f"{evidence.tool} {evidence.version}".strip()
+        parts = [tool, f"{t('ui.witness.outcome', lang)}{colon}{evidence.outcome}"]
+        if evidence.command:
+            parts.append(f"{t('ui.witness.command', lang)}{colon}{' '.join(evidence.command)}")
+        if evidence.counts:
+            counted = [f"{_count_word(key, lang)} {value}" for key, value in evidence.counts.items()]
+            parts.append(f"{t('ui.witness.counts', lang)}{colon}{t('list.sep', lang).join(counted)}")
+        lines.append(" · ".join(parts))
+    return lines
+
+
+def _count_word(key: str, lang: str) -> str:
+    """A count's label; a key this catalogue lacks (a newer record) is shown as recorded."""
+    try:
+        return t(f"evidence.count.{key}", lang)
+    except KeyError:
+        return key
 
 
 def gate_summary(gate: GateResult) -> str:

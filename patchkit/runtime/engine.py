@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from patchkit.audit.engine import verdict_reasons, worst
 from patchkit.audit.model import AuditResult, PatchAudit, RuntimeTarget
+from patchkit.audit.verdict import verdict_reasons, worst
 from patchkit.errors import UserError
 from patchkit.runtime import gates as checks
 from patchkit.runtime import witness

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from patchkit.audit.model import GateResult, GateStatus, RuntimeTarget
+from patchkit.audit.model import Evidence, GateResult, GateStatus, RuntimeTarget
 from patchkit.values import Message
 
 CHANGED = ("body-changed", "signature-changed", "new-upstream")
@@ -37,8 +37,22 @@ def _gate(
     **params: Any,
 ) -> GateResult:
     return GateResult(
-        name, status, "", {"evidence": evidence or {}, **(details or {})}, message=Message(key, params)
-    )
+        name, status, "", {"evidence": evidence or {}, **(details or {})}, message=Message(key, params),
+        evidence=_witnesses(evidence, params),
+    )  # fmt: skip
+
+
+def _witnesses(evidence: dict[str, Any] | None, params: dict[str, Any]) -> list[Evidence]:
+    """The row's witness as the audit's ``Evidence`` (audit/verdict.py counts only those)."""
+    if not evidence or evidence.get("error") or not evidence.get("tool"):
+        return []
+    real = evidence.get("witness") == "interpreter"
+    counts = {"targets": params["count"]} if isinstance(params.get("count"), int) else {}
+    pin = evidence.get("pin") if isinstance(evidence.get("pin"), dict) else {}
+    inputs = [str(evidence.get("python"))] if real else [str(pin.get("version") or pin.get("path") or "")]
+    outcome = "the probe answered" if real else "read the pinned tree"
+    version = str(evidence.get("python_version") or "") if real else ""
+    return [Evidence(str(evidence["tool"]), version, [], inputs, outcome, counts)]
 
 
 def targets_gate(targets: list[RuntimeTarget], ctx: Context, imported_when: list[str]) -> GateResult:

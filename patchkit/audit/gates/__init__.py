@@ -6,12 +6,13 @@ module with a ``GATE`` and one line in ``registry.py`` (docs/architecture.md sho
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchkit.audit.model import FocusedTest, GateResult, GateStatus
+from patchkit.audit.model import Evidence, FocusedTest, GateResult, GateStatus
+from patchkit.audit.verdict import checked
 from patchkit.base.tree import BaseTree
 from patchkit.diff import engine
 from patchkit.diff.model import Commit, FilePatch
@@ -77,13 +78,29 @@ class Trees:
 
 
 def gate_result(gate: str, status: GateStatus, message: Message, details: dict | None = None,
-                duration: float = 0.0) -> GateResult:  # fmt: skip
+                duration: float = 0.0, evidence: list[Evidence] | None = None) -> GateResult:  # fmt: skip
     """A gate's result: ``message`` (a catalogue key and its data) says it; ``report/`` renders the
-    English ``summary`` and every other language from it."""
-    return GateResult(gate, status, "", details or {}, duration, message=message)
+    English ``summary`` and every other language from it. ``evidence``: the witnesses that ran; a
+    ``passed`` without one comes back as could-not-run (``audit/verdict.checked``)."""
+    return checked(GateResult(gate, status, "", details or {}, duration, message=message,
+                              evidence=list(evidence or [])))  # fmt: skip
 
 
+def witness(tool: str, outcome: str, *, version: str = "", command: Sequence[str] = (),
+            inputs: Sequence[str] = (), counts: dict[str, int] | None = None) -> Evidence:  # fmt: skip
+    """One ``Evidence``: ``tool`` ran and said ``outcome``; inputs are kept to the first 50."""
+    return Evidence(tool, version, list(command), list(inputs)[:MAX_INPUTS], outcome, dict(counts or {}))
+
+
+MAX_INPUTS = 50
 NOT_APPLIED = Message("gate.skipped.not-applied")  # every later gate of a patch that does not apply
+
+
+def not_applied(gate: str, error: str | None) -> GateResult:
+    """``gate`` skipped because the patch does not apply in series: caused by the failed apply
+    check, so the patch is never ready (``audit/verdict``)."""
+    message = Message("gate.skipped.not-applied-because", {"error": error or "-"})
+    return GateResult(gate, "skipped", "", {"error": error}, message=message, cause="apply")
 
 
 def apply_files(files: list[FilePatch], read: Callable[[str], bytes | None], overlay: Overlay) -> None:

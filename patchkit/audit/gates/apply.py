@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from patchkit import __version__
 from patchkit.audit.gates import (
     Gate,
     GateContext,
@@ -12,6 +13,7 @@ from patchkit.audit.gates import (
     SeriesState,
     apply_patch,
     gate_result,
+    witness,
 )
 from patchkit.audit.model import GateResult
 from patchkit.base.tree import BaseTree
@@ -106,7 +108,20 @@ def apply_gate(
         status, message = "passed", Message("gate.apply.applies")
     else:
         status, message = "passed", Message("gate.apply.not-alone", {"error": alone_error})
-    return gate_result("apply", status, message, details, time.perf_counter() - started)
+    hunks = sum(len(fp.hunks) for fp in patch.files)
+    outcome = "applied in series" if state.error is None else f"refused: {state.error}"
+    counts = {
+        "files": len(patch.files),
+        "hunks": hunks,
+        "overlays": len(patch.overlays),
+        "earlier": len(earlier),
+    }
+    inputs = [patch.name, *[p.name for p in earlier if p.name in needs]]
+    evidence = witness(ENGINE, outcome, version=__version__, inputs=inputs, counts=counts)
+    return gate_result("apply", status, message, details, time.perf_counter() - started, [evidence])
+
+
+ENGINE = "patchkit apply engine (git apply's rules, diff/engine.py)"
 
 
 def _run(ctx: GateContext) -> GateResult:

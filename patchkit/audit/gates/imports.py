@@ -3,11 +3,15 @@
 Two witnesses. The static check (``split.static``) over the touched Python files of base + the
 series up to this patch: each compiles, each first-party import resolves (module, name, re-export;
 a module with ``__getattr__`` or a star import is dynamic), no keyword argument a first-party
-definition does not accept. Only problems the state before this patch did not have are the
-patch's. Where a test environment exists (the tests gate's settings, ``--python``), a real
+definition does not accept; undefined names join it through ``undefined_names`` (split/'s
+analysis). Only problems the state before this patch did not have are the patch's. Then a real
 ``python -c "import m"`` of each touched module in a subprocess with a timeout, on the tree before
-and after the patch: a module that already fails before is not blamed; one whose import cannot
-be tried says why (could-not-run), never passed.
+and after the patch (``--python``, or the tests gate's environment). A module that fails the same
+way on the base (or, one the series adds, whose package does) is not blamed.
+
+The gate passes only when the real import ran and at least one touched module imported: no
+interpreter, a timeout, or every import failing on the base too is could-not-run with the reason
+(``[audit] optional`` can accept it); a static problem or an import the patch broke fails it.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
-from patchkit.audit.gates import Gate, GateContext, gate_result
+from patchkit import __version__
+from patchkit.audit.gates import Gate, GateContext, gate_result, witness
 from patchkit.audit.gates.tests import materialise
-from patchkit.audit.model import GateResult
+from patchkit.audit.model import Evidence, GateResult
 from patchkit.split.modfacts import module_name
 from patchkit.split.static import first_party, tree_state
 from patchkit.values import Message
@@ -35,7 +41,8 @@ def _touched(ctx: GateContext) -> list[str]:
 
 
 def _real_imports(python: str, base_root: Path, overlay: dict, modules: list[str]) -> dict[str, dict]:
-    """module → {"status": passed|failed|could-not-run, "error": ...} on base + overlay."""
+    """module → {"status": passed|failed|could-not-run, "error": ...} on base + overlay (errors with
+    the scratch tree's path as ``<tree>``, so both sides' errors compare)."""
     out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="patchkit-imports-") as tmp:
         tree = Path(tmp) / "tree"
@@ -50,11 +57,38 @@ def _real_imports(python: str, base_root: Path, overlay: dict, modules: list[str
             except OSError as exc:
                 out[module] = {"status": "could-not-run", "error": f"cannot run {python}: {exc}"}
                 continue
-            tail = (proc.stderr.strip().splitlines() or [""])[-1]
+            tail = (proc.stderr.strip().splitlines() or [""])[-1].replace(str(tree), "<tree>")
             out[module] = (
                 {"status": "passed"} if proc.returncode == 0 else {"status": "failed", "error": tail}
             )
     return out
+
+
+def _base_side(module: str, existed: set[str], on_base: dict[str, dict]) -> dict | None:
+    """What the base said for ``module``, or for its nearest package there (a module the series
+    adds): an import that fails the same way on the base is the environment's, not the patch's."""
+    parts = module.split(".")
+    for cut in range(len(parts), 0, -1):
+        name = ".".join(parts[:cut])
+        if name in existed and name in on_base:
+            return on_base[name]
+    return None
+
+
+def _python_version(python: str) -> str:
+    try:
+        proc = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                              capture_output=True, text=True, timeout=IMPORT_TIMEOUT)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.strip()
+
+
+def undefined_names(base, overlay: dict, paths: list[str]) -> list | None:
+    """CALL POINT for split/'s undefined-name analysis (i25-split: ruff F821/F822/F823 on a state's
+    touched files, as ``split.static`` problems). Until split/ provides it: None, and the gate
+    records that its static half checked imports and keywords only."""
+    return None
 
 
 def _run(ctx: GateContext) -> GateResult:
@@ -65,63 +99,131 @@ def _run(ctx: GateContext) -> GateResult:
     def read_post(path: str) -> bytes | None:
         return post[path] if path in post else base.read(path)
 
+    def read_pre(path: str) -> bytes | None:
+        return pre[path] if path in pre else base.read(path)
+
     packages = first_party(touched, read_post)
-    memo: dict = {}
-    after, before = tree_state(base, post, packages, memo), tree_state(base, pre, packages, memo)
     present = [p for p in touched if read_post(p) is not None]
-    old = {q.key for p in touched for q in before.check(p)}
-    problems = [q for p in present for q in after.check(p) if q.key not in old]
-    details: dict = {"modules": len(present), "problems": [q.to_dict() for q in problems]}
+    problems, static = _static_problems(ctx, touched, present, packages)
+    details: dict = {"modules": len(present), "problems": [q.to_dict() for q in problems], "static": static}
+    counts = {"files": len(present), "problems_added": len(problems)}
+    said = f"{len(problems)} problem(s) added"
+    evidence = [witness(STATIC, said, version=__version__, inputs=present, counts=counts)]
     modules = [module_name(p) for p in present if p.split("/")[0] in packages]
     settings = ctx.settings.get("tests")
     reason = None
     if settings is None:
-        reason = "no test environment (the tests gate's settings)"
+        reason = "no interpreter given (--python, or the tests gate's environment)"
     elif settings.env_error:
         reason = settings.env_error
-    real_failed: list[str] = []
-    if reason is None and modules:
-        patched = _real_imports(settings.python, settings.base_root, post, modules)
-        existed = [module_name(p) for p in present if (pre[p] if p in pre else base.read(p)) is not None]
-        on_base = _real_imports(
-            settings.python, settings.base_root, pre, [m for m in modules if m in existed]
-        )
-        for module, outcome in patched.items():
-            if outcome["status"] == "failed" and on_base.get(module, {}).get("status") == "failed":
-                outcome["status"], outcome["base_error"] = (
-                    "fails on the base too",
-                    on_base[module].get("error"),
-                )
-        details["real_import"] = {"python": settings.python, "modules": patched}
-        real_failed = [m for m, o in patched.items() if o["status"] == "failed"]
+    elif not modules:
+        reason = "no first-party module among the touched files: nothing to import"
+    real: dict[str, dict] = {}
+    if reason is None:
+        existed = {module_name(p) for p in touched if p.endswith(".py") and read_pre(p) is not None}
+        existed |= {module_name(p) for p in _packages_of(touched, read_pre)}
+        real = _compared_imports(settings, pre, post, modules, existed)
+        details["real_import"] = {"python": settings.python, "modules": real}
+        evidence.append(_python_witness(settings.python, modules, real))
     else:
-        details["real_import"] = {"status": "could-not-run", "reason": reason or "no module to import"}
-    duration = time.perf_counter() - started
+        details["real_import"] = {"status": "could-not-run", "reason": reason}
+    status, key, params = _decide(problems, real, reason, len(present))
+    message = Message(key, params)
+    return gate_result("imports", status, message, details, time.perf_counter() - started, evidence)
+
+
+def _static_problems(ctx: GateContext, touched: list[str], present: list[str],
+                     packages: set[str]) -> tuple[list, dict]:  # fmt: skip
+    """The problems this patch adds to the touched files' static state, and which checks ran."""
+    base, post, pre = ctx.trees.base, ctx.state.post or {}, ctx.state.pre
+    memo: dict = {}
+    after, before = tree_state(base, post, packages, memo), tree_state(base, pre, packages, memo)
+    old = {q.key for p in touched for q in before.check(p)}
+    problems = [q for p in present for q in after.check(p) if q.key not in old]
+    undefined_after = undefined_names(base, post, present)
+    if undefined_after is not None:
+        gone = {q.key for q in undefined_names(base, pre, touched) or []}
+        problems += [q for q in undefined_after if q.key not in gone]
+    return problems, {"imports": True, "keywords": True, "undefined_names": undefined_after is not None}
+
+
+def _compared_imports(settings, pre: dict, post: dict, modules: list[str], existed: set[str]) -> dict:
+    """Each module's real import with the patch; one that fails as it (or its package) does on
+    the base is marked "fails on the base too"."""
+    real = _real_imports(settings.python, settings.base_root, post, modules)
+    on_base = _real_imports(settings.python, settings.base_root, pre, sorted(existed & _ancestry(modules)))
+    for module, outcome in real.items():
+        seen = _base_side(module, existed, on_base)
+        if outcome["status"] == "failed" and seen and seen.get("error") == outcome["error"]:
+            outcome["status"], outcome["base_error"] = "fails on the base too", seen.get("error")
+    return real
+
+
+def _python_witness(python: str, modules: list[str], real: dict[str, dict]) -> Evidence:
+    told = Counter(o["status"] for o in real.values())
+    counts = {"modules": len(real), "imported": told["passed"], "failed": told["failed"]}
+    counts |= {"fails_on_base": told["fails on the base too"], "could_not_run": told["could-not-run"]}
+    said = f"{told['passed']} of {len(real)} import(s) exit 0"
+    command = [python, "-c", "import {module}"]
+    return witness("python", said, version=_python_version(python), command=command, inputs=modules,
+                   counts=counts)  # fmt: skip
+
+
+def _decide(problems: list, real: dict[str, dict], reason: str | None, count: int) -> tuple[str, str, dict]:
+    """(status, message key, params): failed on a static problem or an import the patch broke;
+    passed only when the real import ran and a touched module imported; else could-not-run."""
+    broke = [m for m, o in real.items() if o["status"] == "failed"]
     if problems:
         first = problems[0]
-        where = f"{first.file}:{first.line}"
-        module = first.target or first.name
-        params = {"count": len(problems), "where": where, "name": first.name, "module": module}
+        params = {"count": len(problems), "where": f"{first.file}:{first.line}", "name": first.name,
+                  "module": first.target or first.name}  # fmt: skip
         key = "gate.imports.static-failed-module" if first.kind == "module" else "gate.imports.static-failed"
-        if real_failed:  # the real interpreter agrees: say so, with its error
-            params["error"] = details["real_import"]["modules"][real_failed[0]]["error"]
+        if broke:  # the real interpreter agrees: say so, with its error
+            params["error"] = real[broke[0]]["error"]
             key += "-confirmed"
-        return gate_result("imports", "failed", Message(key, params), details, duration)
-    if real_failed:
-        error = details["real_import"]["modules"][real_failed[0]]["error"]
-        params = {"modules": ", ".join(real_failed), "error": error}
-        return gate_result(
-            "imports", "failed", Message("gate.imports.import-failed", params), details, duration
+        return "failed", key, params
+    if broke:
+        return (
+            "failed",
+            "gate.imports.import-failed",
+            {"modules": ", ".join(broke), "error": real[broke[0]]["error"]},
         )
-    if reason is not None:
-        message = Message("gate.imports.static-only", {"count": len(present), "reason": reason or "-"})
-    else:
-        outcomes = [o["status"] for o in details["real_import"]["modules"].values()]
-        counts = {"count": len(present), "ok": outcomes.count("passed"),
-                  "base": outcomes.count("fails on the base too"),
-                  "cannot": outcomes.count("could-not-run")}  # fmt: skip
-        message = Message("gate.imports.passed", counts)
-    return gate_result("imports", "passed", message, details, duration)
+    if reason is not None:  # the real import never ran: never "passed"
+        return "could-not-run", "gate.imports.no-real-import", {"count": count, "reason": reason}
+    cannot = [m for m, o in real.items() if o["status"] == "could-not-run"]
+    if cannot:
+        params = {"modules": ", ".join(cannot), "error": real[cannot[0]]["error"]}
+        return "could-not-run", "gate.imports.import-could-not-run", params
+    imported = [m for m, o in real.items() if o["status"] == "passed"]
+    if not imported:  # every import fails on the base too: nothing witnessed that this patch imports
+        first = next(iter(real.values()))
+        error = first.get("base_error") or first.get("error", "")
+        return "could-not-run", "gate.imports.fails-on-base", {"count": len(real), "error": error}
+    return (
+        "passed",
+        "gate.imports.passed",
+        {"count": count, "ok": len(imported), "base": len(real) - len(imported)},
+    )
+
+
+STATIC = "patchkit static check (split/static.py: imports, keywords)"
+
+
+def _ancestry(modules: list[str]) -> set[str]:
+    """Each module and every package above it."""
+    return {".".join(m.split(".")[:cut]) for m in modules for cut in range(1, m.count(".") + 2)}
+
+
+def _packages_of(paths: list[str], read) -> list[str]:
+    """The ``__init__.py`` of every package above the touched files that exists in the state."""
+    found = []
+    for path in paths:
+        parts = path.split("/")[:-1]
+        for cut in range(1, len(parts) + 1):
+            init = "/".join(parts[:cut]) + "/__init__.py"
+            if init not in found and read(init) is not None:
+                found.append(init)
+    return found
 
 
 def _cache_config(ctx: GateContext) -> object:

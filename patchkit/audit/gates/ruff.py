@@ -15,15 +15,17 @@ import tomllib
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
+from patchkit import __version__
 from patchkit.audit import ruff_binary
 from patchkit.audit.gates import (
-    NOT_APPLIED,
     Gate,
     GateContext,
     Overlay,
     PatchUnderAudit,
     Trees,
     gate_result,
+    not_applied,
+    witness,
 )
 from patchkit.audit.model import GateResult
 from patchkit.values import Message
@@ -31,6 +33,8 @@ from patchkit.values import Message
 CONFIG_NAMES = ("pyproject.toml", "ruff.toml", ".ruff.toml")
 NO_WHITESPACE_CHECK = (".md", ".patch", ".diff")
 RUFF_TIMEOUT = 300
+RUFF_ARGS = ("ruff", "check", "--output-format", "json", "--no-cache", "--exit-zero", "--force-exclude")
+WHITESPACE_CHECK = "patchkit whitespace check (added lines, blank line at EOF)"
 
 
 def tool_for(trees: Trees) -> ruff_binary.RuffTool:
@@ -87,7 +91,7 @@ def run_ruff(cmd: tuple[str, ...], root: Path, files: list[str]) -> list[dict]:
         return []
     # --force-exclude as pre-commit's ruff hook does: the base's excludes hold for named files too
     proc = subprocess.run(
-        [*cmd, "check", "--output-format", "json", "--no-cache", "--exit-zero", "--force-exclude", *present],
+        [*cmd, *RUFF_ARGS[1:], *present],
         cwd=root,
         capture_output=True,
         text=True,
@@ -165,7 +169,7 @@ def _blank_at_eof(data: bytes) -> bool:
 def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     started = time.perf_counter()
     if trees.post is None:
-        return gate_result("ruff", "skipped", NOT_APPLIED)
+        return not_applied("ruff", None)
     whitespace = whitespace_findings(patch, trees)
     py_files = [
         fp.new_path for fp in patch.changed_files if fp.new_path and fp.new_path.endswith((".py", ".pyi"))
@@ -174,13 +178,15 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     tool = tool_for(trees)
     details: dict = {"files": py_files, "configs": configs, "ruff": tool.to_dict()}
 
-    def done(status: str, key: str, params: dict) -> GateResult:
-        return gate_result("ruff", status, Message(key, params), details, time.perf_counter() - started)
+    def done(status: str, key: str, params: dict, evidence: list | None = None) -> GateResult:
+        seconds = time.perf_counter() - started
+        return gate_result("ruff", status, Message(key, params), details, seconds, evidence)
 
     if tool.command is None and py_files:
         return done("could-not-run", "gate.ruff.not-installed", {"why": tool.why.to_dict()})
     tool_text = Message("ruff.tool", {"version": tool.version, "why": tool.why.to_dict()}).to_dict()
     added: list[dict] = []
+    evidence = []
     if py_files and tool.command is not None:
         pre_files = sorted({fp.old_path for fp in patch.changed_files if fp.old_path} | set(py_files))
         with tempfile.TemporaryDirectory(prefix="patchkit-ruff-") as tmp:
@@ -198,10 +204,23 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
                     "could-not-run", "gate.ruff.failed-to-run", {"error": str(exc), "tool": tool_text}
                 )
         added = added_findings(before, after)
+        counts = {"files": len(py_files), "findings_before": len(before), "findings_after": len(after),
+                  "findings_added": len(added)}  # fmt: skip
+        command = [*RUFF_ARGS, "{touched .py files}"]
+        said = "exit 0 on both sides"
+        evidence.append(
+            witness("ruff", said, version=tool.version, command=command, inputs=py_files, counts=counts)
+        )
     seen = {(f["file"], f["line"]) for f in added if f["code"] in ("W291", "W293")}
     seen |= {(f["file"], "eof") for f in added if f["code"] == "W391"}
     own = [f for f in whitespace if _ws_key(f) not in seen]
     details.update(findings=added, whitespace=own)
+    checked_files = [
+        fp.path for fp in patch.changed_files if fp.new_path and not fp.path.endswith(NO_WHITESPACE_CHECK)
+    ]
+    counts = {"files": len(checked_files), "findings_added": len(own)}
+    said = f"{len(own)} on added lines"
+    evidence.append(witness(WHITESPACE_CHECK, said, version=__version__, inputs=checked_files, counts=counts))
     if added:
         ruff_part = Message(
             "gate.ruff.added", {"count": len(added), "codes": _codes(added), "tool": tool_text}
@@ -216,8 +235,8 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
         ruff_part = Message("gate.ruff.clean-defaults", {"count": len(py_files), "tool": tool_text})
     if own:  # patchkit's own check, reported as its own, never as ruff's findings
         params = {"ruff": ruff_part.to_dict(), "count": len(own), "codes": _codes(own)}
-        return done("failed", "gate.ruff.whitespace", params)
-    return done("failed" if added else "passed", ruff_part.key, ruff_part.params)
+        return done("failed", "gate.ruff.whitespace", params, evidence)
+    return done("failed" if added else "passed", ruff_part.key, ruff_part.params, evidence)
 
 
 def _codes(findings: list[dict]) -> list[str]:

@@ -4,81 +4,38 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cache as memoised
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit.gates import Gate, GateContext, Overlay, PatchUnderAudit, apply_patch, gate_result
+from patchkit.audit.gates import (
+    Gate,
+    GateContext,
+    Overlay,
+    PatchUnderAudit,
+    apply_patch,
+    gate_result,
+    not_applied,
+    witness,
+)
 from patchkit.audit.inflight import claim, release
-from patchkit.audit.model import GateResult
+from patchkit.audit.model import Evidence, GateResult
 from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
+from patchkit.audit.pytestrun import NoReport, TestSettings, environment, run_pytest
 from patchkit.audit.testselect import (
     OUTCOME_FORMAT,
     Outcome,
     compare,
     outcomes_by_path,
-    parse_junit,
     select_tests,
     summary_message,
 )
 from patchkit.diff.hunks import HunkMismatch
 from patchkit.values import Message
-
-_PROBE = (
-    "import json, platform, sys\n"
-    "from importlib import metadata, util\n"
-    "def v(n):\n"
-    "    try: return metadata.version(n)\n"
-    "    except metadata.PackageNotFoundError: return None\n"
-    "print(json.dumps({'python': platform.python_version(), 'implementation': sys.implementation.name,"
-    " 'platform': platform.platform(), 'machine': platform.machine(), 'torch': v('torch'),"
-    " 'pytest': v('pytest'), 'pytest_timeout': util.find_spec('pytest_timeout') is not None,"
-    " 'xdist': util.find_spec('xdist') is not None}))\n"
-)
-
-
-@dataclass
-class TestSettings:
-    __test__ = False  # not a pytest test class
-
-    python: str
-    base_root: Path
-    base_hash: str
-    test_timeout: float = 300  # the whole pytest run, per side
-    per_test_timeout: float = 60
-    use_cache: bool = True
-    env_error: str | None = None  # why no test environment could be prepared
-    workers: int = 1  # pytest-xdist workers per run (1: no xdist)
-
-
-@memoised
-def environment(python: str) -> dict:
-    """The interpreter's fingerprint (python, torch, platform); {'error': ...} if it cannot run."""
-    try:
-        proc = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"error": f"cannot run {python}: {exc}"}
-    if proc.returncode != 0:
-        return {"error": f"{python} failed: {proc.stderr.strip()[-300:]}"}
-    return {"interpreter": python, **json.loads(proc.stdout)}
-
-
-@dataclass
-class NoReport:
-    """Why a pytest run produced no outcomes."""
-
-    message: Message
-    timed_out: bool = False
-
 
 LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
 
@@ -100,82 +57,6 @@ def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
             copy = shutil.copytree if entry.is_dir() else shutil.copy2
             copy(entry, dest / entry.name)
     write_over(dest, overlay)
-
-
-# Upstream tests run offline unless the caller's environment says otherwise: without this a test
-# that wants the model hub retries with backoff for minutes instead of failing at once (and being
-# classified model-hub-unreachable).
-OFFLINE_DEFAULTS = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "VLLM_NO_USAGE_STATS": "1",
-    "DO_NOT_TRACK": "1",
-}
-
-
-_COUNT = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*$")  # pytest's console_output_style=count
-
-
-def run_pytest(
-    settings: TestSettings, tree: Path, tests: list[str], env_info: dict, on_count: Callable[[int, int], None]
-) -> dict[str, Outcome] | NoReport:
-    """Outcomes by test id, or the reason the run produced none. ``on_count(done, selected)`` is
-    told the run's own progress as pytest prints it ("[ 12/296]" at the end of a line)."""
-    junit = tree / ".patchkit-junit.xml"
-    # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
-    args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-            "--continue-on-collection-errors", "-o", "console_output_style=count"]  # fmt: skip
-    if env_info.get("pytest_timeout"):
-        args.append(f"--timeout={settings.per_test_timeout:g}")
-    args += xdist_args(settings.workers, env_info, tests)
-    env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
-    if owns_bytecode(settings.python):
-        del env["PYTHONDONTWRITEBYTECODE"]
-    proc = subprocess.Popen([*args, *tests], cwd=tree, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace")  # fmt: skip
-    timed_out = threading.Event()
-
-    def stop() -> None:
-        timed_out.set()
-        proc.kill()
-
-    timer = threading.Timer(settings.test_timeout, stop)
-    timer.start()
-    lines: list[str] = []
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if count := _COUNT.search(line):
-                on_count(int(count.group(1)), int(count.group(2)))
-        proc.wait()
-    finally:
-        timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if timed_out.is_set():
-        seconds = f"{settings.test_timeout:g}"
-        return NoReport(Message("tests.run.timeout", {"seconds": seconds}), timed_out=True)
-    if not junit.is_file():
-        tail = "".join(lines).strip().splitlines()[-3:]
-        return NoReport(Message("tests.run.no-report", {"code": proc.returncode, "tail": tail}))
-    return parse_junit(junit.read_text("utf-8", errors="replace"))
-
-
-def owns_bytecode(python: str) -> bool:
-    """The test venv patchkit built is compiled by its first pytest run, only the modules the tests
-    import (a few thousand of torch's and vLLM's deps' ~17,000 files); an interpreter someone else
-    owns is never written to. The materialised trees are fresh directories, so the base stays clean."""
-    return Path(python).is_relative_to(cache.cache_root() / "testenv")
-
-
-def xdist_args(workers: int, env_info: dict, tests: list[str]) -> list[str]:
-    """Spread a run over ``workers`` processes, a test file per worker at a time (``loadfile`` keeps a
-    module's fixtures in one process); not for a single file, where it would only add start-ups."""
-    if workers <= 1 or not env_info.get("xdist") or (len(tests) == 1 and tests[0].endswith(".py")):
-        return []
-    return ["-n", str(workers), "--dist", "loadfile"]
 
 
 def _digest(*parts: object) -> str:
@@ -283,13 +164,14 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
                exists, progress: Callable[..., None] = lambda kind, **data: None) -> GateResult:  # fmt: skip
     started = time.perf_counter()
 
-    def result(status: str, key: str, params: dict | None = None, **details) -> GateResult:
+    def result(status: str, key: str, params: dict | None = None, evidence: list | None = None,
+               **details) -> GateResult:  # fmt: skip
         message = Message(key, params or {})
-        return gate_result("tests", status, message, details, time.perf_counter() - started)
+        return gate_result("tests", status, message, details, time.perf_counter() - started, evidence)
 
     cannot = "could-not-run"
     if post is None:
-        return result("skipped", "gate.tests.not-applied")
+        return not_applied("tests", None)
     selection = select_tests(patch.test_templates, patch.changed_files, exists)
     accelerator = host_accelerator()
     elsewhere = [t for t in patch.focused if t.accelerator and not accelerator and t.path not in selection]
@@ -322,10 +204,13 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         if passed:  # the base ran; with the patch pytest cannot even report: the patch broke it
             params = {"passed": passed, "error": patch_side.message.to_dict()}
             return result("failed", "gate.tests.no-report", params, selection=selection, base=passed)
-    for key, side in (("gate.tests.base-run", base_side), ("gate.tests.patched-run", patch_side)):
-        if isinstance(side, NoReport):
-            return result(cannot, key, {"error": side.message.to_dict()}, selection=selection)
-    cmp = compare(base_side, patch_side)
+    hung = isinstance(patch_side, NoReport) and patch_side.timed_out  # the base finished: the patch's
+    if isinstance(patch_side, NoReport) and not hung:
+        return result(
+            cannot, "gate.tests.patched-run", {"error": patch_side.message.to_dict()}, selection=selection
+        )
+    patched = {} if hung else patch_side
+    cmp = compare(base_side, None if hung else patch_side)
     details = {
         "selection": selection,
         "environment": env_info,
@@ -338,16 +223,33 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         "patched": dict(cmp.patch_counts),
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in ("passed", "skipped")},
         "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
-        "messages": {
-            t: patch_side[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patch_side
-        },
+        "messages": {t: patched[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patched},
     }
     summary = summary_message(cmp)
-    if cmp.count("regressed") or cmp.count("new-failed"):
-        return result("failed", summary.key, summary.params, **details)
-    if cmp.ran_on_both == 0:  # "ran" = at least one selected test ran on the base and with the patch
-        return result(cannot, "gate.tests.nothing-ran", {"summary": summary.to_dict()}, **details)
-    return result("passed", summary.key, summary.params, **details)
+    evidence = [_pytest_witness(settings, env_info, selection, "base", cmp.base_counts),
+                _pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]  # fmt: skip
+    if hung:
+        params = {
+            "seconds": f"{settings.test_timeout:g}",
+            "base": len(base_side),
+            "summary": summary.to_dict(),
+        }
+        return result("failed", "gate.tests.patched-timed-out", params, evidence=evidence[:1], **details)
+    if cmp.failing:
+        return result("failed", summary.key, summary.params, evidence=evidence, **details)
+    if not cmp.passed_with_patch:  # nothing witnessed that a test passes with the patch
+        return result(cannot, "gate.tests.nothing-passed", {"summary": summary.to_dict()}, **details)
+    return result("passed", summary.key, summary.params, evidence=evidence, **details)
+
+
+def _pytest_witness(
+    settings: TestSettings, env_info: dict, selection: list[str], side: str, counts
+) -> Evidence:
+    """One pytest run (a side) as evidence: its interpreter, its own outcome counts."""
+    told = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no test"
+    return witness(f"pytest ({side})", told, version=str(env_info.get("pytest") or ""),
+                   command=[settings.python, "-m", "pytest", "--junitxml={report}", "{selection}"],
+                   inputs=selection, counts={k: int(v) for k, v in counts.items()})  # fmt: skip
 
 
 def host_accelerator() -> bool:

@@ -92,6 +92,11 @@ def gate_findings(audit: PatchAudit) -> list[dict]:
                             [f.get("message", "")],
                         )
                     )
+        elif gate.gate == "tests" and isinstance(gate.details.get("tests"), dict):
+            for test_id in gate.details["tests"].get("removed", [])[:20]:  # passed on the base, gone now
+                if isinstance(test_id, str):
+                    where = test_id.split("::", 1)[0].replace(".", "/") + ".py"
+                    out.append(_finding("test-removed", "medium", where, 0, {"test": test_id}, [test_id]))
         elif gate.gate == "imports" and gate.status in ("passed", "failed"):
             for f in gate.details.get("missing", gate.details.get("findings", [])):
                 if isinstance(f, dict) and f.get("name"):

@@ -1,0 +1,140 @@
+"""Running pytest for the tests gate: the settings, the interpreter's fingerprint, one run of
+a selection in a tree (JUnit XML, live counts, a whole-run timeout), and pytest-xdist's spread."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache as memoised
+from pathlib import Path
+
+from patchkit import cache
+from patchkit.audit.testselect import Outcome, parse_junit
+from patchkit.values import Message
+
+_PROBE = (
+    "import json, platform, sys\n"
+    "from importlib import metadata, util\n"
+    "def v(n):\n"
+    "    try: return metadata.version(n)\n"
+    "    except metadata.PackageNotFoundError: return None\n"
+    "print(json.dumps({'python': platform.python_version(), 'implementation': sys.implementation.name,"
+    " 'platform': platform.platform(), 'machine': platform.machine(), 'torch': v('torch'),"
+    " 'pytest': v('pytest'), 'pytest_timeout': util.find_spec('pytest_timeout') is not None,"
+    " 'xdist': util.find_spec('xdist') is not None}))\n"
+)
+
+
+@dataclass
+class TestSettings:
+    __test__ = False  # not a pytest test class
+
+    python: str
+    base_root: Path
+    base_hash: str
+    test_timeout: float = 300  # the whole pytest run, per side
+    per_test_timeout: float = 60
+    use_cache: bool = True
+    env_error: str | None = None  # why no test environment could be prepared
+    workers: int = 1  # pytest-xdist workers per run (1: no xdist)
+
+
+@memoised
+def environment(python: str) -> dict:
+    """The interpreter's fingerprint (python, torch, platform); {'error': ...} if it cannot run."""
+    try:
+        proc = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"cannot run {python}: {exc}"}
+    if proc.returncode != 0:
+        return {"error": f"{python} failed: {proc.stderr.strip()[-300:]}"}
+    return {"interpreter": python, **json.loads(proc.stdout)}
+
+
+@dataclass
+class NoReport:
+    """Why a pytest run produced no outcomes."""
+
+    message: Message
+    timed_out: bool = False
+
+
+# Upstream tests run offline unless the caller's environment says otherwise: without this a test
+# that wants the model hub retries with backoff for minutes instead of failing at once (and being
+# classified model-hub-unreachable).
+OFFLINE_DEFAULTS = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+
+_COUNT = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*$")  # pytest's console_output_style=count
+
+
+def run_pytest(
+    settings: TestSettings, tree: Path, tests: list[str], env_info: dict, on_count: Callable[[int, int], None]
+) -> dict[str, Outcome] | NoReport:
+    """Outcomes by test id, or the reason the run produced none. ``on_count(done, selected)`` is
+    told the run's own progress as pytest prints it ("[ 12/296]" at the end of a line)."""
+    junit = tree / ".patchkit-junit.xml"
+    # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
+    args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+            "--continue-on-collection-errors", "-o", "console_output_style=count"]  # fmt: skip
+    if env_info.get("pytest_timeout"):
+        args.append(f"--timeout={settings.per_test_timeout:g}")
+    args += xdist_args(settings.workers, env_info, tests)
+    env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    if owns_bytecode(settings.python):
+        del env["PYTHONDONTWRITEBYTECODE"]
+    proc = subprocess.Popen([*args, *tests], cwd=tree, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace")  # fmt: skip
+    timed_out = threading.Event()
+
+    def stop() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(settings.test_timeout, stop)
+    timer.start()
+    lines: list[str] = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if count := _COUNT.search(line):
+                on_count(int(count.group(1)), int(count.group(2)))
+        proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if timed_out.is_set():
+        seconds = f"{settings.test_timeout:g}"
+        return NoReport(Message("tests.run.timeout", {"seconds": seconds}), timed_out=True)
+    if not junit.is_file():
+        tail = "".join(lines).strip().splitlines()[-3:]
+        return NoReport(Message("tests.run.no-report", {"code": proc.returncode, "tail": tail}))
+    return parse_junit(junit.read_text("utf-8", errors="replace"))
+
+
+def owns_bytecode(python: str) -> bool:
+    """The test venv patchkit built is compiled by its first pytest run, only the modules the tests
+    import (a few thousand of torch's and vLLM's deps' ~17,000 files); an interpreter someone else
+    owns is never written to. The materialised trees are fresh directories, so the base stays clean."""
+    return Path(python).is_relative_to(cache.cache_root() / "testenv")
+
+
+def xdist_args(workers: int, env_info: dict, tests: list[str]) -> list[str]:
+    """Spread a run over ``workers`` processes, a test file per worker at a time (``loadfile`` keeps a
+    module's fixtures in one process); not for a single file, where it would only add start-ups."""
+    if workers <= 1 or not env_info.get("xdist") or (len(tests) == 1 and tests[0].endswith(".py")):
+        return []
+    return ["-n", str(workers), "--dist", "loadfile"]
