@@ -22,14 +22,23 @@ def test_the_distribution_is_ours_and_the_command_stays_patchkit():
     assert project["name"] == patchkit.DISTRIBUTION == "vllm-patchkit"
     assert project["scripts"] == {"patchkit": "patchkit.cli:main"}
     assert metadata.version(patchkit.DISTRIBUTION) == patchkit.__version__
-    entry = [e for e in metadata.distribution(patchkit.DISTRIBUTION).entry_points if e.group == "console_scripts"]
+    entry = [
+        e for e in metadata.distribution(patchkit.DISTRIBUTION).entry_points if e.group == "console_scripts"
+    ]
     assert [(e.name, e.value) for e in entry] == [("patchkit", "patchkit.cli:main")]
 
 
 # --------------------------------------------------------------------------- the CI templates
 
-_INSTALLERS = (("pip", "install"), ("pip3", "install"), ("uv", "pip", "install"), ("pipx", "install"),
-               ("uv", "tool", "install"), ("python", "-m", "pip", "install"), ("python3", "-m", "pip", "install"))
+_INSTALLERS = (
+    ("pip", "install"),
+    ("pip3", "install"),
+    ("uv", "pip", "install"),
+    ("pipx", "install"),
+    ("uv", "tool", "install"),
+    ("python", "-m", "pip", "install"),
+    ("python3", "-m", "pip", "install"),
+)
 _WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
                "-f", "--find-links", "--python", "-t", "--target", "--prefix", "--root", "--python-version",
                "--platform", "--only-binary", "--no-binary"}  # fmt: skip
@@ -57,10 +66,10 @@ def bare_installs(script: str) -> list[str]:
     for words in _commands(script):
         for installer in _INSTALLERS:
             n = len(installer)
-            starts = [i for i in range(len(words) - n + 1) if tuple(words[i:i + n]) == installer]
+            starts = [i for i in range(len(words) - n + 1) if tuple(words[i : i + n]) == installer]
             if not starts:
                 continue
-            args = words[starts[0] + n:]
+            args = words[starts[0] + n :]
             hashed = any(a.startswith("--hash") or a == "--require-hashes" for a in args)
             skip = False
             for arg in args:
