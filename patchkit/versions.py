@@ -5,13 +5,7 @@ installed local build (``0.8.5+cpu``, ``0.8.5+g1a2b3c``) is the pinned public ``
 
 from __future__ import annotations
 
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 
@@ -46,19 +40,22 @@ def installed_matches(installed: str, pinned: str) -> tuple[bool, str | None]:
     return False, None
 
 
+SDIST_EXTENSIONS = (".tar.gz", ".zip")
+
+
 def sdist_of(filename: str, name: str, version: str) -> bool:
-    """``filename`` is the sdist of ``name`` ``version`` (``.tar.gz`` or ``.zip``, names and versions
-    normalised: ``vllm-0.6.3.post1.tar.gz`` is ``vllm`` ``0.6.3-post1``)."""
+    """``filename`` is the sdist of ``name`` ``version`` (``.tar.gz`` or ``.zip``; the name part
+    found as pip finds it — the prefix that normalises to the project's name — and the rest compared
+    as a version: ``vllm-0.6.3.post1.tar.gz`` is ``vllm`` ``0.6.3-post1``)."""
     want = parse(version)
-    try:
-        found_name, found_version = parse_sdist_filename(filename)
-    except (InvalidSdistFilename, InvalidVersion):
+    ext = next((e for e in SDIST_EXTENSIONS if filename.lower().endswith(e)), None)
+    if want is None or ext is None:
         return False
-    return (
-        canonicalize_name(found_name) == canonicalize_name(name)
-        and want is not None
-        and found_version == want
-    )
+    stem, canonical = filename[: -len(ext)], canonicalize_name(name)
+    for i, char in enumerate(stem):
+        if char == "-" and canonicalize_name(stem[:i]) == canonical:
+            return parse(stem[i + 1 :]) == want
+    return False
 
 
 def wheel_of(filename: str, name: str, version: str) -> bool:
