@@ -204,7 +204,11 @@ def choose(named: Named, offered: list[tuple[str, list[tuple[str, str, str | Non
         version, _, where = cpu[0]
         return f"torch=={version}", f"CPU build {version} from {where}"
     seen = sorted(
-        {f"{v}{' (CPU)' if c else ''}" for v, c, _ in builds if public is None or v.public == public}
+        {
+            f"{v} ({'CPU' if c else 'not a CPU build'})"
+            for v, c, _ in builds
+            if public is None or v.public == public
+        }
     )
     reason = f"{named.source} names {named.named}"
     if named.named != named.requirement:
