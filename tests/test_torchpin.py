@@ -157,3 +157,19 @@ def test_the_venv_follows_the_pin_and_records_where_torch_came_from(tmp_path, mo
     with pytest.raises(testenv.TestEnvError, match="no CPU build"):
         testenv.prepare(other)  # 0.33.0's 2.14.0+cpu is not offered: said, nothing built
     assert testenv.ready_python(other) is None
+
+
+def test_the_record_says_where_the_test_venvs_torch_came_from(tmp_path, monkeypatch):
+    from patchkit.audit.gates import tests as gate
+    from patchkit.audit.pytestrun import TestSettings
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    torch = {"requirement": "torch==2.6.0+cpu", "source": "requirements/cpu.txt:4",
+             "named": "torch==2.6.0+cpu",
+             "note": "CPU build 2.6.0+cpu from https://download.pytorch.org/whl/cpu/torch/"}  # fmt: skip
+    (venv / testenv.READY).write_text(json.dumps({"installer": "uv", "torch": torch}))
+    monkeypatch.setattr(gate, "environment", lambda python: {"interpreter": python, "torch": "2.6.0+cpu"})
+    settings = TestSettings(python=str(venv / "bin" / "python"), base_root=tmp_path, base_hash="")
+    env = gate.GATE.environment({"tests": settings})["tests"]
+    assert env["torch_from"].endswith("named by requirements/cpu.txt:4") and env["torch"] == "2.6.0+cpu"
