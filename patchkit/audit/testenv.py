@@ -26,6 +26,7 @@ from pathlib import Path
 
 from patchkit import cache, pipconf, timing
 from patchkit.audit import torchpin
+from patchkit.errors import UserError
 
 TEST_TOOLS = torchpin.TEST_TOOLS
 REQUIREMENTS = "requirements/common.txt"
@@ -101,7 +102,7 @@ def resolve_torch(base_root: Path, torch: str | None = None) -> dict:
         requirement, note = torchpin.choose(named, offered, pip_settings(), package_index.wheel_rank)
     except torchpin.TorchUnavailable as exc:
         raise TestEnvError(f"torch: {exc}") from None
-    except Exception as exc:  # an index that cannot be reached: the environment cannot be built
+    except (UserError, OSError, ValueError) as exc:  # an index that cannot be reached: not built
         raise TestEnvError(f"torch: cannot ask the indexes for {named.requirement}: {exc}") from None
     return {"requirement": requirement, "source": named.source, "named": named.named, "note": note}
 
