@@ -36,6 +36,7 @@ class AuditConfig:
     python: str | None = None  # interpreter path (resolved) or a bare name looked up on PATH
     prepare_env: bool = False  # build (once, cached) a venv with the base's test deps when no python is named
     test_workers: int | None = None  # pytest-xdist workers per pytest run; None: the host's cores / jobs
+    torch: str | None = None  # the test venv's torch requirement, over what the base's files name
 
 
 @dataclass
@@ -68,6 +69,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "python": "python",
         "prepare_env": "bool",
         "test_workers": "int",
+        "torch": "str",
     },
 }
 

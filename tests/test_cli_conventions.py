@@ -42,7 +42,7 @@ def test_version():
     from importlib.metadata import version
 
     result = runner.invoke(app, ["--version"])
-    assert result.exit_code == 0 and result.output.strip() == f"patchkit {version('patchkit')}"
+    assert result.exit_code == 0 and result.output.strip() == f"patchkit {version('vllm-patchkit')}"
 
 
 def test_the_cli_choices_are_the_registrys_the_catalogues_and_applys():

@@ -24,6 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
         "patchkit.timing",
         "patchkit.tmpdir",
         "patchkit.globs",
+        "patchkit.pipconf",
+        "patchkit.versions",
     ),
     ("patchkit.diff",),
     ("patchkit.base", "patchkit.upstream"),

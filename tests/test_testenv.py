@@ -16,16 +16,16 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
 
 
-def test_steps_install_torch_requirements_and_test_tools(tmp_path):
+def test_steps_install_the_given_torch_requirements_and_test_tools(tmp_path):
     base = fake_base(tmp_path / "base")
     (base / "requirements").mkdir()
     (base / "requirements" / "common.txt").write_text("numpy\n")
-    plan = dict(testenv.steps(tmp_path / "venv", base))
-    assert plan["torch (CPU)"][-1] == "torch==2.13.0"
+    plan = dict(testenv.steps(tmp_path / "venv", base, "torch==2.6.0+cpu"))
+    assert plan["torch (CPU)"][-1] == "torch==2.6.0+cpu"
     assert str(base / "requirements" / "common.txt") in plan["requirements/common.txt"]
     assert plan["test tools"][-4:] == ["pytest", "tblib", "pytest-timeout", "pytest-xdist"]
-    assert testenv.requirements(base) == [
-        "torch==2.13.0", "-r", str(base / "requirements" / "common.txt"),
+    assert testenv.requirements(base, "torch==2.6.0+cpu") == [
+        "torch==2.6.0+cpu", "-r", str(base / "requirements" / "common.txt"),
         "pytest", "tblib", "pytest-timeout", "pytest-xdist",
     ]  # fmt: skip
 
@@ -48,16 +48,8 @@ def test_a_failing_step_raises_and_leaves_no_ready_env(tmp_path):
 
 
 def test_pip_settings_reach_uv_in_the_form_uv_reads():
-    listed = (
-        "global.extra-index-url='file:///a/simple file:///b/simple'\n"
-        "global.find-links='/opt/wheels'\n"
-        ":env:.find-links='/w1 /w2'\n"
-        "install.constraint='/etc/c.txt'\n"
-        "global.constraint='/etc/other.txt'\n"
-        "global.no-index='true'\n"
-    )
-    pip = testenv.parse_pip_config(listed)
-    assert pip["find-links"] == "/w1 /w2" and pip["constraint"] == "/etc/c.txt"  # env > install > global
+    pip = {"extra-index-url": "file:///a/simple file:///b/simple", "find-links": "/w1 /w2",
+           "constraint": "/etc/c.txt", "no-index": "true"}  # fmt: skip
     env = testenv.uv_environment(pip, {"UV_CONSTRAINT": "/mine.txt"})
     assert env["UV_FIND_LINKS"] == "/w1,/w2"  # uv: comma-separated
     assert env["UV_EXTRA_INDEX_URL"] == "file:///a/simple file:///b/simple"
@@ -110,9 +102,9 @@ def test_builds_offline_from_pips_find_links(tmp_path, monkeypatch, installer):
     monkeypatch.setenv("PATCHKIT_INSTALLER", installer)
     for name in ("UV_FIND_LINKS", "UV_NO_INDEX", "UV_INDEX_URL", "UV_DEFAULT_INDEX"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(testenv, "requirements", lambda base: ["tinypkg"])
+    monkeypatch.setattr(testenv, "requirements", lambda base, torch=None: ["tinypkg"])
 
-    def pip_step(venv, base):
+    def pip_step(venv, base, torch=None):
         return [("tiny", [str(venv / "bin" / "python"), "-m", "pip", "install", "tinypkg"])]
 
     monkeypatch.setattr(testenv, "steps", pip_step)

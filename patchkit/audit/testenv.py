@@ -1,11 +1,14 @@
 """A prepared test environment for a pin: a venv under the store with the base's Python deps.
 
-What goes in (as worked out for vLLM on a CPU machine): ``torch==2.13.0`` (the local CPU wheel
-where pip's settings name one); ``-r requirements/common.txt`` of the base tree; pytest, tblib,
-pytest-timeout and pytest-xdist — and nothing else. It is built with ``uv`` (``uv venv`` + one
+What goes in (as worked out for vLLM on a CPU machine): the torch the base's own files name, as a
+CPU build (``audit/torchpin``: which file, which line; ``[audit] torch`` overrides it, said in the
+record); ``-r requirements/common.txt`` of the base tree; pytest, tblib, pytest-timeout and
+pytest-xdist at the versions the base's test lock file pins — and nothing else.
+It is built with ``uv`` (``uv venv`` + one
 ``uv pip install``: one resolution, wheels reused from uv's cache between runs), with pip only when
-uv cannot run (or ``PATCHKIT_INSTALLER=pip`` asks for it). uv is given pip's index settings
-(``pip config list``) so it finds the same wheels. The venv is built in place (venvs are not
+uv cannot run (or ``PATCHKIT_INSTALLER=pip`` asks for it). uv is given pip's settings as pip reads
+them for ``pip install`` (``patchkit.pipconf``, the reader the sdist download uses too) so it finds
+the same wheels. The venv is built in place (venvs are not
 relocatable) under the entry's lock and is only used once its ready marker is written.
 """
 
@@ -21,10 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-from patchkit import cache, timing
+from patchkit import cache, pipconf, timing
+from patchkit.audit import torchpin
+from patchkit.errors import UserError
 
-TORCH = "torch==2.13.0"
-TEST_TOOLS = ("pytest", "tblib", "pytest-timeout", "pytest-xdist")
+TEST_TOOLS = torchpin.TEST_TOOLS
 REQUIREMENTS = "requirements/common.txt"
 READY = ".patchkit-ready.json"
 INSTALL_TIMEOUT = 3600
@@ -49,30 +53,73 @@ class TestEnvError(Exception):
     """Preparing the environment failed; the tests gate turns this into could-not-run."""
 
 
-def env_key(base_root: Path, python: str = sys.executable) -> str:
+def env_key(base_root: Path, python: str = sys.executable, torch: str | None = None) -> str:
+    """The entry for this base: its common requirements, the torch it names (or the override), the
+    test tools it pins, the Python version."""
     requirements = base_root / REQUIREMENTS
     text = requirements.read_bytes() if requirements.is_file() else b""
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return "venv-" + hashlib.sha256(b"\0".join([text, TORCH.encode(), version.encode(),
-                                               " ".join(TEST_TOOLS).encode()])).hexdigest()[:24]  # fmt: skip
+    named = torchpin.named_torch(base_root, torch)
+    wanted = named.requirement if named else ""
+    parts = [text, wanted.encode(), version.encode(), " ".join(torchpin.test_tools(base_root)).encode()]
+    return "venv-" + hashlib.sha256(b"\0".join(parts)).hexdigest()[:24]
 
 
-def requirements(base_root: Path) -> list[str]:
-    """The install arguments: torch, the base's common requirements, the test tools."""
-    reqs = [TORCH]
+def requirements(base_root: Path, torch: str | None = None) -> list[str]:
+    """The install arguments: torch (as resolved), the base's common requirements, the test tools."""
+    reqs = [torch] if torch else []
     if (base_root / REQUIREMENTS).is_file():
         reqs += ["-r", str(base_root / REQUIREMENTS)]
-    return [*reqs, *TEST_TOOLS]
+    return [*reqs, *torchpin.test_tools(base_root)]
 
 
-def steps(venv: Path, base_root: Path) -> list[tuple[str, list[str]]]:
+def steps(venv: Path, base_root: Path, torch: str | None = None) -> list[tuple[str, list[str]]]:
     """The pip fallback, step by step (torch first so pip takes the CPU wheel, not a CUDA one)."""
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
-    plan = [("torch (CPU)", [*pip, TORCH])]
+    plan = [("torch (CPU)", [*pip, torch])] if torch else []
     if (base_root / REQUIREMENTS).is_file():
-        plan.append((REQUIREMENTS, [*pip, "-r", str(base_root / REQUIREMENTS), TORCH]))
-    plan.append(("test tools", [*pip, *TEST_TOOLS]))
+        plan.append((REQUIREMENTS, [*pip, "-r", str(base_root / REQUIREMENTS), *([torch] if torch else [])]))
+    plan.append(("test tools", [*pip, *torchpin.test_tools(base_root)]))
     return plan
+
+
+def resolve_torch(base_root: Path, torch: str | None = None) -> dict:
+    """What torch goes in and why: {"requirement", "source", "named", "note"}; TestEnvError when the
+    one the pin names has no CPU build on pip's find-links or indexes here."""
+    from patchkit.base import package_index
+
+    named = torchpin.named_torch(base_root, torch)
+    if named is None:
+        searched = ", ".join([*torchpin.SOURCES, "pyproject.toml"])
+        return {
+            "requirement": None,
+            "source": None,
+            "named": None,
+            "note": f"the base names no torch ({searched})",
+        }
+    try:
+        offered = list(package_index.candidates("torch"))
+        requirement, note = torchpin.choose(named, offered, pip_settings(), package_index.wheel_rank)
+    except torchpin.TorchUnavailable as exc:
+        raise TestEnvError(f"torch: {exc}") from None
+    except (UserError, OSError, ValueError) as exc:  # an index that cannot be reached: not built
+        raise TestEnvError(f"torch: cannot ask the indexes for {named.requirement}: {exc}") from None
+    return {"requirement": requirement, "source": named.source, "named": named.named, "note": note}
+
+
+def torch_origin(python: str) -> str | None:
+    """One line for the report: which torch the prepared venv of ``python`` got, from which file."""
+    marker = Path(python).parent.parent / READY
+    try:
+        torch = json.loads(marker.read_text()).get("torch") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not torch.get("requirement"):
+        return torch.get("note")
+    said = f"{torch['requirement']} ({torch['note']})"
+    return f"{said}, named by {torch['source']}" + (
+        f" (the base names {torch['named']})" if torch["source"].startswith("patchkit.toml") else ""
+    )
 
 
 def uv_binary() -> str | None:
@@ -94,27 +141,9 @@ def uv_binary() -> str | None:
 
 
 def pip_settings(python: str = sys.executable) -> dict[str, str]:
-    """pip's effective index settings (environment over ``[install]`` over ``[global]``)."""
-    try:
-        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-        proc = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                              timeout=60, env=env)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    return parse_pip_config(proc.stdout) if proc.returncode == 0 else {}
-
-
-def parse_pip_config(text: str) -> dict[str, str]:
-    rank = {"global": 0, "install": 1, ":env:": 2}
-    best: dict[str, tuple[int, str]] = {}
-    for line in text.splitlines():
-        match = re.fullmatch(r"([^.=]+)\.([\w-]+)='(.*)'", line.strip())
-        if not match or match.group(1) not in rank:
-            continue
-        scope, key, value = rank[match.group(1)], match.group(2), match.group(3)
-        if key not in best or scope >= best[key][0]:
-            best[key] = (scope, value)
-    return {key: value for key, (_, value) in best.items()}
+    """pip's effective settings for ``pip install`` (``patchkit.pipconf``: env over ``[install]`` over
+    ``[global]``, site over user over global files)."""
+    return pipconf.settings(("install",))
 
 
 def uv_environment(pip: dict[str, str], environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -132,15 +161,16 @@ def uv_environment(pip: dict[str, str], environ: dict[str, str] | None = None) -
     return env
 
 
-def ready_python(base_root: Path) -> str | None:
+def ready_python(base_root: Path, torch: str | None = None) -> str | None:
     """The interpreter of an already prepared environment for this base, else None."""
-    venv = cache.store_dir("testenv", env_key(base_root))
+    venv = cache.store_dir("testenv", env_key(base_root, torch=torch))
     return str(venv / "bin" / "python") if (venv / READY).is_file() else None
 
 
-def prepare(base_root: Path, python: str = sys.executable) -> str:
-    """The interpreter of the environment for ``base_root``, building it on first use."""
-    key = env_key(base_root, python)
+def prepare(base_root: Path, python: str = sys.executable, torch: str | None = None) -> str:
+    """The interpreter of the environment for ``base_root``, building it on first use (``torch``:
+    the project's ``[audit] torch``, over what the base names)."""
+    key = env_key(base_root, python, torch)
     venv = cache.store_dir("testenv", key)
     if (venv / READY).is_file():
         return str(venv / "bin" / "python")
@@ -148,25 +178,39 @@ def prepare(base_root: Path, python: str = sys.executable) -> str:
         if (venv / READY).is_file():
             return str(venv / "bin" / "python")
         shutil.rmtree(venv, ignore_errors=True)  # a half-built one from an interrupted run
+        chosen = resolve_torch(base_root, torch)
+        where = f", named by {chosen['source']}" if chosen["source"] else ""
+        said = f"torch {chosen['requirement'] or '(none)'}: {chosen['note']}{where}"
+        print(f"patchkit: test environment: {said}", file=sys.stderr, flush=True)
         uv = uv_binary() if os.environ.get("PATCHKIT_INSTALLER", "uv") != "pip" else None
         if uv:
-            marker = _build_with_uv(uv, venv, base_root, python)
+            marker = _build_with_uv(uv, venv, base_root, python, chosen["requirement"])
         else:
-            marker = _build_with_pip(venv, base_root, python)
+            marker = _build_with_pip(venv, base_root, python, chosen["requirement"])
+        marker["torch"] = chosen
         (venv / READY).write_text(json.dumps(marker, indent=1))
     return str(venv / "bin" / "python")
 
 
-def _build_with_uv(uv: str, venv: Path, base_root: Path, python: str) -> dict:
+def _build_with_uv(uv: str, venv: Path, base_root: Path, python: str, torch: str | None) -> dict:
     env = uv_environment(pip_settings(python))
     create = [uv, "venv", "--quiet", "--python", python, str(venv)]
     # no --compile-bytecode: compiling all ~17,000 files cost ~45 s; the first pytest run compiles
     # the few thousand the tests import (gates/tests.py lets it write them)
-    install = [uv, "pip", "install", "--python", str(venv / "bin" / "python"), *requirements(base_root)]
+    install = [
+        uv,
+        "pip",
+        "install",
+        "--python",
+        str(venv / "bin" / "python"),
+        *requirements(base_root, torch),
+    ]
     with timing.stage("testenv.venv", "uv venv"):
         _run("venv (uv)", create, env)
     started = time.perf_counter()
-    with timing.stage("testenv.install", "uv pip install: torch, " + REQUIREMENTS + ", test tools"):
+    with timing.stage(
+        "testenv.install", f"uv pip install: {torch or 'no torch'}, " + REQUIREMENTS + ", test tools"
+    ):
         proc = _run("install (uv)", install, env)
     for phase, count, seconds in uv_phases(proc.stderr):  # one after the other, as uv reports them
         unit = "files" if phase == "compile" else "packages"
@@ -176,13 +220,14 @@ def _build_with_uv(uv: str, venv: Path, base_root: Path, python: str) -> dict:
     return {"installer": "uv", "steps": [create, install], "settings": settings}
 
 
-def _build_with_pip(venv: Path, base_root: Path, python: str) -> dict:
+def _build_with_pip(venv: Path, base_root: Path, python: str, torch: str | None) -> dict:
     with timing.stage("testenv.venv", "python -m venv (uv cannot run here)"):
         _run("venv", [python, "-m", "venv", str(venv)])
-    for label, cmd in steps(venv, base_root):
+    plan = steps(venv, base_root, torch)
+    for label, cmd in plan:
         with timing.stage("testenv.install", f"pip: {label}"):
             _run(label, cmd)
-    return {"installer": "pip", "steps": [c for _, c in steps(venv, base_root)]}
+    return {"installer": "pip", "steps": [c for _, c in plan]}
 
 
 def uv_phases(stderr: str) -> list[tuple[str, int, float]]:

@@ -8,10 +8,8 @@ Re-exported by ``patchkit.base.pin``.
 from __future__ import annotations
 
 import base64
-import configparser
 import hashlib
 import json
-import os
 import re
 import sys
 import urllib.error
@@ -22,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from urllib.request import url2pathname
 
-from patchkit import cache
+from patchkit import cache, pipconf, versions
 from patchkit.base.archive import CHUNK, sha256_file
 from patchkit.errors import CheckFailed, UserError
 
@@ -39,35 +37,14 @@ _ACCEPT = ", ".join(
 # --------------------------------------------------------------------------- index settings
 
 
-def _pip_config_files() -> list[Path]:
-    """pip's configuration files, lowest precedence first (as pip loads them)."""
-    env_file = os.environ.get("PIP_CONFIG_FILE")
-    if env_file == os.devnull:
-        return []
-    xdg_dirs = os.environ.get("XDG_CONFIG_DIRS") or "/etc/xdg"
-    files = [Path(d) / "pip" / "pip.conf" for d in xdg_dirs.split(os.pathsep) if d]
-    files.append(Path("/etc/pip.conf"))
-    if not (env_file and Path(env_file).exists()):
-        config_home = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-        files += [Path.home() / ".pip" / "pip.conf", Path(config_home) / "pip" / "pip.conf"]
-    files.append(Path(sys.prefix) / "pip.conf")
-    if env_file:
-        files.append(Path(env_file))
-    return files
+# what patchkit fetches is what `pip download` / `pip install` would: both sections apply, as
+# ``[install]`` does for the test venv (audit/testenv), so the two never go to different indexes
+COMMANDS = ("download", "install")
 
 
-def _pip_config() -> dict[str, str]:
-    parser = configparser.RawConfigParser(strict=False)
-    for path in _pip_config_files():
-        try:
-            parser.read(path, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError, OSError):
-            continue  # pip would complain; for finding an index we just skip the file
-    values: dict[str, str] = {}
-    for section in ("global", "download"):
-        if parser.has_section(section):
-            values.update({k.replace("_", "-"): v for k, v in parser.items(section)})
-    return values
+def pip_settings() -> dict[str, str]:
+    """pip's settings for patchkit's downloads (``patchkit.pipconf``: pip's own precedence)."""
+    return pipconf.settings(COMMANDS)
 
 
 def normalize_name(name: str) -> str:
@@ -76,8 +53,8 @@ def normalize_name(name: str) -> str:
 
 
 def index_url() -> str:
-    """The primary package index: PIP_INDEX_URL, else pip's config ``index-url``, else PyPI."""
-    return os.environ.get("PIP_INDEX_URL") or _pip_config().get("index-url") or PYPI_SIMPLE
+    """The primary package index: pip's ``index-url`` (env over files, [install] over [global]), else PyPI."""
+    return pip_settings().get("index-url") or PYPI_SIMPLE
 
 
 def index_urls() -> list[str]:
@@ -86,11 +63,10 @@ def index_urls() -> list[str]:
     Safe to search them all: the pin's sha256 decides what is accepted, not the index.
     UserError when pip is told to use no index (PIP_NO_INDEX or ``no-index`` in pip.conf).
     """
-    no_index = os.environ.get("PIP_NO_INDEX") or _pip_config().get("no-index", "")
-    if no_index.strip().lower() in ("1", "true", "yes", "on"):
+    values = pip_settings()
+    if pipconf.is_on(values, "no-index"):
         raise UserError("the package index is off (PIP_NO_INDEX / pip's no-index)")
-    extra = os.environ.get("PIP_EXTRA_INDEX_URL") or _pip_config().get("extra-index-url", "")
-    urls = [index_url(), *extra.split()]
+    urls = [values.get("index-url") or PYPI_SIMPLE, *pipconf.words(values, "extra-index-url")]
     return list(dict.fromkeys(u.rstrip("/") + "/" for u in urls))
 
 
@@ -134,7 +110,46 @@ def _urlopen(url: str, headers: dict[str, str], timeout: float):  # noqa: ANN202
     if userinfo := _credentials.get(host):
         basic = base64.b64encode(userinfo.encode()).decode()
         headers = {**headers, "Authorization": f"Basic {basic}"}
-    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
+    request = urllib.request.Request(url, headers=headers)
+    if urlparse(url).scheme != "https":
+        return urllib.request.urlopen(request, timeout=timeout)
+    return urllib.request.urlopen(request, timeout=timeout, context=_ssl_context(pip_settings().get("cert")))
+
+
+def _ssl_context(cert: str | None):  # noqa: ANN202
+    """TLS that trusts pip's ``cert`` bundle when one is set (pip's ``--cert``), else the system's."""
+    import ssl
+
+    if cert and not Path(cert).exists():
+        raise UserError(f"pip's cert setting names {cert}, which does not exist")
+    return ssl.create_default_context(cafile=cert or None)
+
+
+def find_links() -> list[str]:
+    """pip's ``find-links`` locations (directories or pages of links), as URLs."""
+    located = []
+    for item in pipconf.words(pip_settings(), "find-links"):
+        located.append(item if "://" in item else Path(item).expanduser().resolve().as_uri())
+    return located
+
+
+def _linked_files(location: str) -> list[tuple[str, str, str | None]]:
+    """(filename, url, listed sha256) of the files a ``find-links`` location offers."""
+    parts = urlparse(location)
+    if parts.scheme == "file":
+        folder = Path(url2pathname(parts.path))
+        if folder.is_dir() and not (folder / "index.html").is_file():
+            return [(f.name, f.as_uri(), None) for f in sorted(folder.iterdir()) if f.is_file()]
+    return _project_files(location) or []
+
+
+def candidates(name: str) -> Iterator[tuple[str, list[tuple[str, str, str | None]]]]:
+    """(where, files) from pip's find-links, then each index's project page, in pip's order of search."""
+    for location in find_links():
+        yield _redact(location), _linked_files(location)
+    for index in index_urls():
+        page_url = f"{index}{normalize_name(name)}/"
+        yield _redact(page_url), _project_files(page_url) or []
 
 
 def _redact(url: str) -> str:
@@ -180,37 +195,29 @@ def _project_files(page_url: str) -> list[tuple[str, str, str | None]] | None:
 
 
 def _is_sdist_of(filename: str, name: str, version: str) -> bool:
-
-    for ext in (".tar.gz", ".zip"):
-        if filename.lower().endswith(ext):
-            project, _, file_version = filename[: -len(ext)].rpartition("-")
-            return normalize_name(project) == normalize_name(name) and file_version == version
-    return False
+    return versions.sdist_of(filename, name, version)
 
 
 def _find_sdist(name: str, version: str) -> tuple[str, str, str | None]:
     """(filename, url, listed sha256) of the sdist, from the first index that has it."""
 
     searched = []
-    for index in index_urls():
-        page_url = f"{index}{normalize_name(name)}/"
-        searched.append(page_url)
-        files = [f for f in _project_files(page_url) or [] if _is_sdist_of(f[0], name, version)]
+    for where, listed in candidates(name):
+        searched.append(where)
+        files = [f for f in listed if _is_sdist_of(f[0], name, version)]
         if files:
             return min(files, key=lambda f: not f[0].endswith(".tar.gz"))
-    raise UserError(f"no sdist {name}-{version} on {', '.join(map(_redact, searched))}")
+    raise UserError(f"no sdist {name}-{version} on {', '.join(searched)}")
 
 
 def _is_wheel_of(filename: str, name: str, version: str) -> bool:
-    parts = filename[: -len(".whl")].split("-") if filename.endswith(".whl") else []
-    return len(parts) >= 5 and normalize_name(parts[0]) == normalize_name(name) and parts[1] == version
+    return versions.wheel_of(filename, name, version)
 
 
 def project_files(name: str, version: str) -> list[tuple[str, str, str | None]]:
     """(filename, url, listed sha256) of every sdist and wheel of ``name==version``, from the first
     index that has any (UserError when an index cannot be reached)."""
-    for index in index_urls():
-        files = _project_files(f"{index}{normalize_name(name)}/") or []
+    for _, files in candidates(name):
         found = [f for f in files if _is_sdist_of(f[0], name, version) or _is_wheel_of(f[0], name, version)]
         if found:
             return found

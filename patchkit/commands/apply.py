@@ -87,8 +87,11 @@ def check_version(target: apply.Target, series_dir: Path, force: bool) -> str:
     installed = target.dist.version
     if pinned is None:
         return f"series pin names no version; installed {installed} not checked"
-    if pinned.lstrip("v") == installed.lstrip("v"):
-        return f"installed {installed} matches the pin ({where})"
+    from patchkit.versions import installed_matches
+
+    matches, note = installed_matches(installed, pinned)
+    if matches:
+        return f"installed {installed} matches the pin {pinned} ({where})" + (f": {note}" if note else "")
     reason = f"installed {target.dist.name} {installed} is not the pinned {pinned} ({where})"
     if not force:
         raise CheckFailed(f"{reason}; pass --force to apply anyway")

@@ -152,10 +152,10 @@ def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pi
     chosen = python or config.audit.python
     if chosen is None and (prepare_env or config.audit.prepare_env):
         try:
-            chosen = testenv.prepare(tree.root)
+            chosen = testenv.prepare(tree.root, torch=config.audit.torch)
         except testenv.TestEnvError as exc:
             settings.env_error = str(exc)
-    chosen = chosen or testenv.ready_python(tree.root) or sys.executable
+    chosen = chosen or testenv.ready_python(tree.root, config.audit.torch) or sys.executable
     resolved = shutil.which(chosen) if "/" not in chosen else chosen
     if resolved is None or not Path(resolved).exists():
         raise UserError(f"--python {chosen}: no such interpreter")

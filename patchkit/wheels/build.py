@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from patchkit import __version__, tmpdir
+from patchkit import DISTRIBUTION, __version__, tmpdir
 from patchkit.apply.plan import plan_series, series_identity
 from patchkit.apply.sitepackages import Distribution
 from patchkit.apply.target import Target
@@ -115,7 +115,7 @@ def provenance_record(
     identity = series_identity(request.entries, request.overlays)
     record = {
         "schema": provenance.SCHEMA,
-        "patchkit": {"version": __version__},
+        "patchkit": {"version": __version__, "distribution": DISTRIBUTION},
         "pin": provenance.pin_record(request.pin),
         "source_wheel": {"filename": source.filename, "sha256": source.sha256},
         "distribution": {

@@ -9,6 +9,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchkit import versions
 from patchkit.apply import sitepackages
 from patchkit.errors import UserError
 from patchkit.values import Message
@@ -70,7 +71,7 @@ def inspect(
             )
         else:
             found.lines.append(Message("wheel.installed.patch", {"name": patch["name"], "status": status}))
-    if dist.version != dist_record["version"]:
+    if not versions.same(dist.version, dist_record["version"]):
         found.problems.append(
             Message(
                 "wheel.installed.version", {"installed": dist.version, "recorded": dist_record["version"]}

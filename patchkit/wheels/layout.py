@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
+from patchkit import versions
 from patchkit.errors import CheckFailed, UserError
 from patchkit.wheels import naming, zipio
 
@@ -54,7 +54,7 @@ class Layout:
         expected = f"{naming.file_name_part(self.name)}-{self.version}"
         dist_info = self.dist_info[: -len(".dist-info")]
         name, _, version = dist_info.rpartition("-")
-        if canonicalize_name(name) != canonicalize_name(self.name) or not _same_version(
+        if canonicalize_name(name) != canonicalize_name(self.name) or not versions.same(
             version, self.version
         ):
             return self.dist_info, dist_info, expected
@@ -62,7 +62,7 @@ class Layout:
         if (
             len(parts) < 5
             or canonicalize_name(parts[0]) != canonicalize_name(self.name)
-            or (not _same_version(parts[1].replace("_", "-"), self.version))
+            or (not versions.same(parts[1].replace("_", "-"), self.version))
         ):
             return self.filename, "-".join(parts[:2]), expected
         return None
@@ -96,8 +96,8 @@ def read_layout(archive: zipfile.ZipFile, filename: str) -> Layout:
             raise UserError(f"no {dist_info}/{need}", filename)
     metadata = zipio.read_small(archive, members[f"{dist_info}/METADATA"], filename)
     metadata = metadata.decode("utf-8", errors="replace")
-    names, versions = naming.metadata_field(metadata, "Name"), naming.metadata_field(metadata, "Version")
-    if len(names) != 1 or len(versions) != 1:
+    names, found = naming.metadata_field(metadata, "Name"), naming.metadata_field(metadata, "Version")
+    if len(names) != 1 or len(found) != 1:
         raise UserError(f"{dist_info}/METADATA needs one Name: and one Version: line", filename)
     stem = dist_info[: -len(".dist-info")]
     data_dir = f"{stem}.data" if any(n.startswith(f"{stem}.data/") for n in members) else None
@@ -118,7 +118,7 @@ def read_layout(archive: zipfile.ZipFile, filename: str) -> Layout:
     return Layout(
         filename,
         names[0],
-        versions[0],
+        found[0],
         dist_info,
         data_dir,
         members,
@@ -151,10 +151,3 @@ def has_module(files: Iterable[str], module: str) -> bool:
     if f"{stem}.py" in names or f"{stem}/__init__.py" in names:
         return True
     return any(rel.startswith(f"{stem}.") and rel.endswith((".so", ".pyd")) for rel in names)
-
-
-def _same_version(found: str, metadata: str) -> bool:
-    try:
-        return Version(found) == Version(metadata)
-    except InvalidVersion:
-        return found == metadata

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
+from patchkit import versions
 from patchkit.apply.plan import series_identity
 from patchkit.values import Message, Pin
 from patchkit.wheels import naming, provenance, zipio
@@ -281,7 +281,7 @@ class _Checks:
             yield Message("wheel.mismatch.metadata", {"member": rel, "line": line})
             return
         expected["patchkit"] = self.record["patchkit"]
-        if not _same_version(self.record["pin"].get("version"), base.version):
+        if not versions.same(self.record["pin"].get("version"), base.version):
             expected["pin"] = {**expected["pin"], "version": base.version}
         if canonicalize_name(str(self.record["pin"].get("name"))) != canonicalize_name(base.name):
             expected["pin"] = {**expected["pin"], "name": base.name}
@@ -337,13 +337,6 @@ def _shown(value: object) -> str:
 
 def _stamp(date_time: tuple[int, ...]) -> str:
     return "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}".format(*date_time[:6])
-
-
-def _same_version(found: object, source: str) -> bool:
-    try:
-        return isinstance(found, str) and Version(found) == Version(source)
-    except InvalidVersion:
-        return False
 
 
 def _hex(record_hash: str | None) -> str | None:

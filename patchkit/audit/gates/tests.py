@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
+from patchkit.audit import testenv
 from patchkit.audit.gates import (
     Gate,
     GateContext,
@@ -300,7 +301,11 @@ def _cache_config(ctx: GateContext) -> object:
 
 
 def _environment(settings: dict) -> dict:
-    return {"tests": environment(settings["tests"].python)} if settings.get("tests") is not None else {}
+    if settings.get("tests") is None:
+        return {}
+    found = environment(settings["tests"].python)
+    origin = testenv.torch_origin(settings["tests"].python)  # which file of the base named it
+    return {"tests": {**found, "torch_from": origin} if origin else found}
 
 
 GATE = Gate("tests", _run, cache_config=_cache_config, environment=_environment)
