@@ -184,7 +184,7 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     ran = [h for h in hooks if h["status"] in ("passed", "failed")]
     names = [f"{h['hook']} {h['version']}".strip() for h in ran]
     if failed:
-        said = [f"{h['hook']} {h['version']} ({len(h['findings'])})" for h in failed]
+        said = [f"{h['hook']} {h['version']}".strip() + f" ({len(h['findings'])})" for h in failed]
         return done("failed", "gate.lint.failed", {"count": len(failed), "hooks": said, "ran": names},
                     details, evidence)  # fmt: skip
     if missing:
