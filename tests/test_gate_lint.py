@@ -155,3 +155,18 @@ def test_the_lint_gate_is_registered_and_speaks_both_languages():
     en, zh = catalogue("en"), catalogue("zh")
     keys = {k for k in en if k.startswith("gate.lint.")}
     assert keys and keys <= set(zh)
+
+
+def test_a_hook_that_crashes_on_both_sides_did_not_run_it_did_not_pass(tmp_path):
+    """Failing the same way with and without the patch is not "nothing added": a hook whose tool is
+    missing (vLLM's mypy wrapper calling ``mypy`` off PATH) crashed, and says so."""
+    crash = ("repos:\n- repo: local\n  hooks:\n  - id: crashy\n    name: crashy\n    language: script\n"
+             "    entry: tools/crash.sh\n    types: [python]\n")  # fmt: skip
+    root = _base_with(tmp_path, crash)
+    (root / "tools").mkdir()
+    script = root / "tools" / "crash.sh"
+    script.write_text('#!/bin/bash\necho "Traceback (most recent call last):"\necho "FileNotFoundError: mypy"\nexit 1\n')
+    script.chmod(0o755)
+    result = _audit(root, file_diff("vllm/old.py", "A = 1  # FIXME already here\n", "A = 2\n"))
+    assert _by_hook(result)["crashy"]["status"] == "could-not-run"
+    assert result.status == "could-not-run" and "crashy: crashes on the base too" in gate_summary(result)

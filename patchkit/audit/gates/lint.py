@@ -74,6 +74,8 @@ def _run(cmd: list[str], root: Path, files: list[str], hook: precommit.Hook, wat
     """One hook on one side: exit, output lines and changed lines; the files are restored after."""
     before = {p: (root / p).read_bytes() for p in watched if (root / p).is_file()}
     env = {**os.environ, "PRE_COMMIT": "1", "GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)}
+    if os.path.isabs(cmd[0]):  # the hook's environment first on PATH, as pre-commit does
+        env["PATH"] = os.pathsep.join([str(Path(cmd[0]).parent), env.get("PATH", "")])
     try:
         proc = subprocess.run([*cmd, *(files if hook.pass_filenames else [])], cwd=root, capture_output=True,
                               text=True, errors="replace", timeout=HOOK_TIMEOUT, env=env)  # fmt: skip
@@ -95,8 +97,13 @@ def _run(cmd: list[str], root: Path, files: list[str], hook: precommit.Hook, wat
     findings = [line for line in output if line] + [_mask(c, Path("/-")) for c in changed] if failed else []
     if failed and not findings:
         findings = [f"exit {proc.returncode}"]
-    return {"exit": proc.returncode, "failed": failed, "findings": findings, "changed": sorted(
+    crashed = next((line for line in reversed(output) if _CRASH.search(line)), "") if failed else ""
+    return {"exit": proc.returncode, "failed": failed, "findings": findings, "crashed": crashed, "changed": sorted(
         {c.split(": ", 1)[0] for c in changed})}  # fmt: skip
+
+
+_CRASH = re.compile(r"^(Traceback \(most recent call last\)|\w*(Error|Exception): |.*: command not found$|"
+                    r".*No such file or directory)")
 
 
 def _added(before: list[str], after: list[str]) -> list[str]:
@@ -167,6 +174,9 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
                 before = _run(cmd, root("pre"), pre_sel, hook, pre_files) if run_pre else {"findings": []}
             except UserError as exc:
                 hooks.append({**row, "status": "could-not-run", "why": str(exc)})
+                continue
+            if after.get("crashed") and before.get("crashed"):  # failing the same way on the base: it did not run
+                hooks.append({**row, "status": "could-not-run", "why": f"crashes on the base too: {after['crashed']}"})
                 continue
             added = _added(before["findings"], after["findings"]) if after["failed"] else []
             status = "failed" if added else "passed"
