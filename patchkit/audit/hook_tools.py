@@ -142,6 +142,13 @@ def python_env(dependencies: list[str]) -> Path:
                 tail = (proc.stderr.strip().splitlines() or ["exit " + str(proc.returncode)])[-1]
                 raise UserError(f"installing {' '.join(wanted) or 'a venv'}: {tail}")
 
+        # built beside its final place and renamed there: scripts' shebangs must name the final one
+        final = str(cache.store_dir("tools", key))
+        for script in (venv / "bin").iterdir():
+            if script.is_file() and not script.is_symlink():
+                data = script.read_bytes()
+                if data.startswith(b"#!") and str(tmp).encode() in data:
+                    script.write_bytes(data.replace(str(tmp).encode(), final.encode()))
+
     cache.build_entry("tools", key, build)
-    # the venv's python links to the interpreter it was made from: it survives the rename
     return python
