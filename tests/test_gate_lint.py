@@ -69,6 +69,7 @@ def test_what_the_base_already_has_is_not_the_patchs(pinned_base):
     result = _audit(pinned_base, ok)
     assert result.status == "passed", gate_summary(result)
     assert all(e.outcome for e in result.evidence)
+    assert "not run by default (PATCHKIT_LINT_HOOKS): mypy" in gate_summary(result)  # said, not hidden
 
 
 CONFIG = """\

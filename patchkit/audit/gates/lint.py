@@ -275,7 +275,9 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
                 )
             ],
         )
-    return done("passed", "gate.lint.clean", {"count": len(ran), "hooks": names}, details, evidence)
+    skipped = [h["hook"] for h in hooks if h["status"] == "not-run-by-default"] or ["-"]
+    params = {"count": len(ran), "hooks": names, "skipped": skipped}
+    return done("passed", "gate.lint.clean", params, details, evidence)
 
 
 def _cache_config(ctx: GateContext) -> object:
