@@ -181,3 +181,26 @@ def test_a_hook_that_crashes_on_both_sides_did_not_run_it_did_not_pass(tmp_path)
     result = _audit(root, file_diff("vllm/old.py", "A = 1  # FIXME already here\n", "A = 2\n"))
     assert _by_hook(result)["crashy"]["status"] == "could-not-run"
     assert result.status == "could-not-run" and "crashy: crashes on the base too" in gate_summary(result)
+
+
+def test_a_banner_is_not_a_finding_and_a_silent_new_failure_still_fails(tmp_path):
+    """What the hook prints on the base without failing (its banner) is not the patch's; a hook that
+    starts failing without printing anything new still fails (pre-commit's verdict is its exit)."""
+    config = (
+        "repos:\n- repo: local\n  hooks:\n  - id: bannered\n    name: b\n    language: script\n"
+        "    entry: tools/check.sh\n    types: [python]\n"
+    )
+    root = _base_with(tmp_path, config)
+    (root / "tools").mkdir()
+    script = root / "tools" / "check.sh"
+    script.write_text(
+        '#!/bin/bash\necho "checker v1.2 (2 files)"\ngrep -q BAD "$@" && exit 1\n'
+        'grep -Hn TODO "$@" && exit 1\nexit 0\n'
+    )
+    script.chmod(0o755)
+    (root / "vllm" / "clean.py").write_text("X = 1\n")
+    todo = _audit(root, file_diff("vllm/clean.py", "X = 1\n", "X = 1\nY = 2  # TODO\n"))
+    assert _by_hook(todo)["bannered"]["findings"] == ["vllm/clean.py:N:Y = N  # TODO"]
+    silent = _audit(root, file_diff("vllm/clean.py", "X = 1\n", "X = 1  # BAD\n"))
+    assert silent.status == "failed"
+    assert _by_hook(silent)["bannered"]["findings"] == ["exit 1 (exit 0 without the patch)"]

@@ -35,7 +35,8 @@ from patchkit.values import Message
 HOOK_TIMEOUT = 600
 SLOW_BY_DEFAULT = ("mypy",)  # run only when PATCHKIT_LINT_HOOKS names them
 REPORT_ARGS = {"typos": ["--format", "brief"]}  # one finding per line; the verdict is the same
-LINT_GATE_FORMAT = 1
+LINT_GATE_FORMAT = 2
+NOT_RUN = {"findings": [], "said": [], "failed": False}  # no touched file existed before the patch
 
 
 def _wanted_slow() -> set[str]:
@@ -112,6 +113,7 @@ def _run(cmd: list[str], root: Path, files: list[str], hook: precommit.Hook, wat
         "exit": proc.returncode,
         "failed": failed,
         "findings": findings,
+        "said": [line for line in output if line] if not failed else [],  # banners, advisory notes
         "crashed": crashed,
         "changed": sorted({c.split(": ", 1)[0] for c in changed}),
     }
@@ -194,7 +196,7 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
                 cmd = command_of(hook)
                 after = _run(cmd, root("post"), post_sel, hook, post_files)
                 run_pre = pre_sel or hook.always_run
-                before = _run(cmd, root("pre"), pre_sel, hook, pre_files) if run_pre else {"findings": []}
+                before = _run(cmd, root("pre"), pre_sel, hook, pre_files) if run_pre else NOT_RUN
             except UserError as exc:
                 hooks.append({**row, "status": "could-not-run", "why": str(exc)})
                 continue
@@ -205,7 +207,10 @@ def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
                     {**row, "status": "could-not-run", "why": f"crashes on the base too: {after['crashed']}"}
                 )
                 continue
-            added = _added(before["findings"], after["findings"]) if after["failed"] else []
+            # what the base side printed without failing (banners, counts) is not the patch's either
+            added = _added(before["findings"] + before["said"], after["findings"]) if after["failed"] else []
+            if after["failed"] and not before["failed"] and not added:
+                added = [f"exit {after['exit']} (exit 0 without the patch)"]
             status = "failed" if added else "passed"
             hooks.append(
                 {
