@@ -13,7 +13,7 @@ from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted
 
 # the choices every command validates alike (click refuses anything else with exit 2, naming them);
 # tests/test_cli_conventions.py checks they are the registry's, the catalogues' and apply's
-GATE_NAMES = ("apply", "ruff", "imports", "dco", "tests")
+GATE_NAMES = ("apply", "ruff", "lint", "imports", "dco", "tests")
 LANGS = ("en", "zh")
 TARGETS = ("checkout", "site-packages")
 

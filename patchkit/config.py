@@ -17,6 +17,7 @@ from patchkit.values import Pin
 
 CONFIG_NAME = "patchkit.toml"
 KNOWN_GATES = ("apply", "ruff", "dco", "tests")
+OPT_IN_GATES = ("lint",)  # accepted in [audit] gates/optional, not run unless named
 
 
 @dataclass
@@ -220,7 +221,7 @@ class _Tables:
         if kind == "strs":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise TypeError(f"expected a list of strings, got {_describe(value)}")
-            if unknown := [v for v in value if v not in KNOWN_GATES]:
+            if unknown := [v for v in value if v not in (*KNOWN_GATES, *OPT_IN_GATES)]:
                 raise ValueError(f"unknown gate {unknown[0]!r} (known: {', '.join(KNOWN_GATES)})")
             return value
         if isinstance(value, bool) or not isinstance(value, int if kind == "int" else int | float):

@@ -165,7 +165,7 @@ def test_cli_unsigned_is_exit_1_and_bad_input_exit_2(tmp_path):
     assert failed.exit_code == 1
     assert json.loads(out.read_text())["patches"][0]["verdict"] == "needs-work"
     assert runner.invoke(app, ["audit", str(tmp_path), "--base", str(base)]).exit_code == 2
-    assert runner.invoke(app, ["audit", str(series), "--base", str(base), "--gates", "lint"]).exit_code == 2
+    assert runner.invoke(app, ["audit", str(series), "--base", str(base), "--gates", "frob"]).exit_code == 2
     assert runner.invoke(app, ["audit", str(series), "--base", str(base), "--shard", "3/2"]).exit_code == 2
 
 

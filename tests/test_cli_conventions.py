@@ -57,8 +57,8 @@ def test_the_cli_choices_are_the_registrys_the_catalogues_and_applys():
         (["status", "--target", "docker"], "--target"),
         (["audit", "--lang", "fr"], "--lang"),
         (["report", "x.json", "--lang", "fr"], "--lang"),
-        (["audit", "--gates", "apply,lint"], "--gates"),
-        (["audit", "--optional-gates", "lint"], "--optional-gates"),
+        (["audit", "--gates", "apply,frob"], "--gates"),
+        (["audit", "--optional-gates", "frob"], "--optional-gates"),
     ],
 )
 def test_choices_are_refused_alike_in_every_command(args, option):

@@ -112,7 +112,7 @@ def test_load_pin(tmp_path: Path) -> None:
         ("[audit]\njobs = true\n", 2, "audit.jobs: expected an integer, got bool"),
         ("[audit]\ntest_timeout = '5'\n", 2, "audit.test_timeout: expected a number of seconds"),
         ("[audit]\ntest_timeout = 0\n", 2, "audit.test_timeout: must be positive"),
-        ('[audit]\ngates = ["apply", "lint"]\n', 2, "audit.gates: unknown gate 'lint'"),
+        ('[audit]\ngates = ["apply", "frob"]\n', 2, "audit.gates: unknown gate 'frob'"),
         ("[series]\nreplays = 'a.mbox'\n", 2, "series.replays: expected a list of paths"),
         ("[series]\ndir = 3\n", 2, "series.dir: expected a non-empty string, got int 3"),
         ("[audit]\njobs = 1\n\n[targets]\nname = 'x'\n", 4, "unknown table or key 'targets'"),
@@ -148,6 +148,6 @@ def test_audit_optional_gates_are_read_and_checked(tmp_path):
     path = tmp_path / "patchkit.toml"
     path.write_text('[audit]\noptional = ["tests"]\n')
     assert load_config(path).audit.optional == ["tests"]
-    path.write_text('[audit]\noptional = ["lint"]\n')
-    with pytest.raises(UserError, match="audit.optional: unknown gate 'lint'"):
+    path.write_text('[audit]\noptional = ["frob"]\n')
+    with pytest.raises(UserError, match="audit.optional: unknown gate 'frob'"):
         load_config(path)

@@ -24,6 +24,7 @@ from functools import cache as memoised
 from pathlib import Path
 
 from patchkit import cache
+from patchkit.audit import precommit
 from patchkit.base import package_index
 from patchkit.errors import UserError
 from patchkit.values import Message
@@ -44,17 +45,17 @@ class RuffTool:
 
 
 def pinned_version(config_text: str | None) -> str | None:
-    """The ruff version a ``.pre-commit-config.yaml`` pins (its ruff-pre-commit ``rev``), if any."""
+    """The ruff version a ``.pre-commit-config.yaml`` pins (its ruff-pre-commit ``rev``), if any;
+    the file is read as YAML (``audit/precommit``), so flow style, anchors and quoting hold."""
     if not config_text:
         return None
-    lines = config_text.splitlines()
-    for number, line in enumerate(lines):
-        if RUFF_HOOK_REPO in line and re.match(r"\s*-?\s*repo\s*:", line):
-            for following in lines[number + 1 :]:
-                if re.match(r"\s*-\s*repo\s*:", following):
-                    return None
-                if rev := re.match(r"\s*rev\s*:\s*['\"]?v?([0-9][0-9A-Za-z.+-]*)['\"]?\s*(#.*)?$", following):
-                    return rev.group(1)
+    try:
+        hooks = precommit.parse(config_text).hooks
+    except UserError:
+        return None
+    for hook in hooks:
+        if hook.repo.rstrip("/").removesuffix(".git").endswith(RUFF_HOOK_REPO) and hook.tool is not None:
+            return hook.tool.version
     return None
 
 
