@@ -2,7 +2,7 @@
 
 For the Python files asked about, in a state given as ``read(path) -> bytes | None``:
 
-(a) the file compiles;
+(a) the file compiles (real ``compile()``: ``return`` outside a function fails);
 (b) every first-party import resolves: ``import pkg.x`` needs the module, ``from pkg.x import Y``
     needs ``Y`` defined, imported or re-exported by ``pkg.x`` (or a submodule ``pkg.x.Y``), relative
     imports likewise; a module with a module-level ``__getattr__`` or a star import is "dynamic"
@@ -21,6 +21,7 @@ content, so checking many states of one tree costs one parse per distinct file.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ Files = dict[str, "bytes | None"]
 class Problem:
     file: str
     line: int
-    kind: str  # syntax | module | name | keyword
+    kind: str  # syntax | module | name | keyword | undefined (ruff F821/F822/F823: ``split.undefined``)
     name: str  # what is missing: the module, the name, the keyword (or the syntax error)
     target: str = ""  # where it was looked up: module or callable
 
@@ -51,6 +52,8 @@ class Problem:
             return f"{self.file}:{self.line}: imports {self.name}, which does not exist"
         if self.kind == "keyword":
             return f"{self.file}:{self.line}: passes {self.name}= to {self.target}, which does not accept it"
+        if self.kind == "undefined":
+            return f"{self.file}:{self.line}: name {self.name!r} is undefined ({self.target})"
         return f"{self.file}:{self.line}: {self.target} has no name {self.name!r}"
 
     def to_dict(self) -> dict:
@@ -161,6 +164,8 @@ class State:
         facts = uses_of(path, source)
         if facts.error:
             return [Problem(path, _line(facts.error), "syntax", facts.error)]
+        if (error := compile_error(path, source)) is not None:
+            return [Problem(path, _line(error), "syntax", error)]
         problems: list[Problem] = []
         for line, module, name in facts.imports:
             if module.split(".")[0] not in self.first_party:
@@ -207,6 +212,28 @@ class State:
         if facts.dynamic and not (facts.keys and attr.isupper() and attr not in facts.keys):
             return []
         return [Problem(path, line, "name", attr, target)]
+
+
+_COMPILED: dict[tuple[str, bytes], str | None] = {}
+
+
+def compile_error(path: str, source: bytes) -> str | None:
+    """'line N: message' when real ``compile()`` refuses the source (``return`` outside a function,
+    ``await`` outside async, ``nonlocal`` at module level: what ``ast.parse`` lets through)."""
+    key = (path, source)
+    if key not in _COMPILED:
+        if len(_COMPILED) > 4000:
+            _COMPILED.clear()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(source, path, "exec", dont_inherit=True)
+            _COMPILED[key] = None
+        except SyntaxError as exc:
+            _COMPILED[key] = f"line {exc.lineno}: {exc.msg}"
+        except ValueError as exc:
+            _COMPILED[key] = str(exc)
+    return _COMPILED[key]
 
 
 def _line(error: str) -> int:
