@@ -134,7 +134,7 @@ class CrossFile:
         if problem.kind == "undefined":  # per file: the statements of that file that bind it
             return [(b, start, stop) for b in self._of(problem.file) for start, stop in statements(b.new)
                     if any(b.new_domains[i].domain in later for i in range(start, stop))
-                    and problem.name in defined_names(" ".join(code_of(ln).strip() for ln in b.new[start:stop]))]
+                    and _binds(problem.name, b.new[start:stop])]
         if problem.kind == "module":
             base = problem.name.replace(".", "/")
             own = (base + ".py", base + "/__init__.py")
@@ -214,6 +214,15 @@ def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of:
         if definer is not None:
             needs.append(Need(user, definer, problem))
     return order, notes, needs
+
+
+def _binds(name: str, lines: list[str]) -> bool:
+    """Does this statement bind ``name``: as code, or as a parameter line of a signature cut over
+    lines (``    name: Type,`` / ``    name,``)?"""
+    if name in defined_names(" ".join(code_of(ln).strip() for ln in lines)):
+        return True
+    param = re.compile(rf"^\s*\*{{0,2}}{re.escape(name)}\s*(?::[^=]|,\s*$|\)|:$)")
+    return any(param.match(code_of(ln)) for ln in lines)
 
 
 def _user_of(problem: Problem, order: list[str], k: int, blocks: Sequence[Block]) -> str:

@@ -109,6 +109,7 @@ def _defined(code: str, in_import: bool) -> set[str]:
     names = set(_AS.findall(code)) | set(_WALRUS.findall(code))
     if m := _DEF.match(code):
         names.add(m.group(1))
+        names |= _parameters(code)  # a function's parameters bind its locals
     elif m := _FOR.match(code):
         names |= set(re.findall(r"[A-Za-z_]\w*", m.group(1)))
     elif (m := _ASSIGN.match(code)) and "." not in m.group(1) and not _keyword_line(code, m):
@@ -121,6 +122,19 @@ def _keyword_line(code: str, m: re.Match) -> bool:
     text = code.rstrip()
     opens = sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
     return m.group(1).strip().isidentifier() and (text.endswith(",") and opens <= 0 or opens < 0)
+
+
+def _parameters(code: str) -> set[str]:
+    text = code.strip()
+    try:
+        node = ast.parse(text + (" ..." if text.endswith(":") else "")).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return set()
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    args = node.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None} - {"self", "cls"}
 
 
 def _import_list(text: str) -> set[str]:
