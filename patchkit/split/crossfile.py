@@ -100,12 +100,10 @@ class CrossFile:
         start = tree_state(base, {}, self.packages, self.memo)
         py = [p for p in self.paths if p.endswith(".py")]
         self.known = {q.key for p in py for q in end.check(p)} | {q.key for p in py for q in start.check(p)}
-        try:  # ruff's undefined names of the base and the final state are not the split's
-            ends = undefined.check([{p: final[p] for p in py}, {p: base.read(p) for p in py}])
-            self.known |= {q.key for found in ends for q in found}
-            self.ruff = True
-        except undefined.NoRuff:
-            self.ruff = False
+        # ruff's undefined names of the base and the final state are not the split's: asked in
+        # the same ruff process as the first prefix states
+        self.ends: list = [{p: final[p] for p in py}, {p: base.read(p) for p in py}]
+        self.ruff = True
 
     def problems(self, order: list[str]) -> list[tuple[int, Problem]]:
         """Every prefix state's problems the base and the final state do not have: static ones
@@ -122,8 +120,16 @@ class CrossFile:
                     out += [(k, q) for q in state.check(path) if q.key not in self.known]
             asked.append({p: d for p, d in files.items() if p.endswith(".py")})
         if self.ruff:
-            for k, found in enumerate(undefined.check(asked)):
-                out += [(k, q) for q in found if q.key not in self.known]
+            try:
+                found = undefined.check(self.ends + asked)
+            except undefined.NoRuff:
+                self.ruff = False
+                return out
+            if self.ends:
+                self.known |= {q.key for q in found[0] + found[1]}
+            found, self.ends = found[len(self.ends) :], []
+            for k, problems in enumerate(found):
+                out += [(k, q) for q in problems if q.key not in self.known]
         return out
 
     def _of(self, path: str) -> list[Block]:

@@ -2,7 +2,8 @@
 
 For the Python files asked about, in a state given as ``read(path) -> bytes | None``:
 
-(a) the file compiles (real ``compile()``: ``return`` outside a function fails);
+(a) the file parses (what only the compiler refuses, such as ``return`` outside a function, is
+    ruff's F701/F702/F704/F706 in ``split.undefined`` and real ``compile()`` in ``split.syntax``);
 (b) every first-party import resolves: ``import pkg.x`` needs the module, ``from pkg.x import Y``
     needs ``Y`` defined, imported or re-exported by ``pkg.x`` (or a submodule ``pkg.x.Y``), relative
     imports likewise; a module with a module-level ``__getattr__`` or a star import is "dynamic"
@@ -21,7 +22,6 @@ content, so checking many states of one tree costs one parse per distinct file.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -164,8 +164,6 @@ class State:
         facts = uses_of(path, source)
         if facts.error:
             return [Problem(path, _line(facts.error), "syntax", facts.error)]
-        if (error := compile_error(path, source)) is not None:
-            return [Problem(path, _line(error), "syntax", error)]
         problems: list[Problem] = []
         for line, module, name in facts.imports:
             if module.split(".")[0] not in self.first_party:
@@ -212,28 +210,6 @@ class State:
         if facts.dynamic and not (facts.keys and attr.isupper() and attr not in facts.keys):
             return []
         return [Problem(path, line, "name", attr, target)]
-
-
-_COMPILED: dict[tuple[str, bytes], str | None] = {}
-
-
-def compile_error(path: str, source: bytes) -> str | None:
-    """'line N: message' when real ``compile()`` refuses the source (``return`` outside a function,
-    ``await`` outside async, ``nonlocal`` at module level: what ``ast.parse`` lets through)."""
-    key = (path, source)
-    if key not in _COMPILED:
-        if len(_COMPILED) > 4000:
-            _COMPILED.clear()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                compile(source, path, "exec", dont_inherit=True)
-            _COMPILED[key] = None
-        except SyntaxError as exc:
-            _COMPILED[key] = f"line {exc.lineno}: {exc.msg}"
-        except ValueError as exc:
-            _COMPILED[key] = str(exc)
-    return _COMPILED[key]
 
 
 def _line(error: str) -> int:

@@ -1,4 +1,6 @@
-"""Undefined names in tree states, by ruff's own rules (F821, F822, F823), not by patchkit's reading.
+"""Undefined names in tree states, by ruff's own rules (F821, F822, F823), not by patchkit's reading;
+and in the same pass what only the compiler refuses (F701, F702, F704, F706: ``return`` outside a
+function), since ``ast.parse`` takes it.
 
 A state is the files it changed (``path -> content``). Every distinct (path, content) of all the
 states asked about is written once into one scratch directory and one ``ruff check --isolated
@@ -23,6 +25,10 @@ from functools import cache
 from patchkit.split.static import Problem
 
 CODES = ("F821", "F822", "F823")
+# what ``ast.parse`` lets through and ``compile()`` refuses: break/continue outside a loop, yield
+# or return outside a function; reported as kind ``syntax`` (the state does not compile)
+COMPILE = {"F701": "'break' outside loop", "F702": "'continue' not properly in loop",
+           "F704": "'yield' outside function", "F706": "'return' outside function"}  # fmt: skip
 Files = dict[str, "bytes | None"]
 _MEMO: dict[tuple[str, bytes], list[Problem]] = {}
 
@@ -46,7 +52,7 @@ def command() -> list[str]:
     """The argv run (the directory last), for a witness record."""
     exe = ruff_command()
     return [*(exe or ("ruff",)), "check", "--isolated", "--no-cache", "--exit-zero", "--output-format",
-            "json", "--select", ",".join(CODES), "{dir}"]  # fmt: skip
+            "json", "--select", ",".join((*CODES, *COMPILE)), "{dir}"]  # fmt: skip
 
 
 def check(states: list[Files]) -> list[list[Problem]]:
@@ -84,7 +90,12 @@ def _run(todo: list[tuple[str, bytes]]) -> None:
             raise NoRuff((proc.stderr.strip().splitlines() or ["ruff failed"])[-1])
         for finding in json.loads(proc.stdout or "[]"):
             key = where.get(os.path.realpath(finding.get("filename", "")))
-            if key is None or finding.get("code") not in CODES:
+            code = finding.get("code")
+            if key is None or (code not in CODES and code not in COMPILE):
+                continue
+            if code in COMPILE:
+                line = (finding.get("location") or {}).get("row", 0)
+                _MEMO[key].append(Problem(key[0], line, "syntax", f"line {line}: {COMPILE[code]}", code))
                 continue
             name = re.search(r"`([^`]+)`", finding.get("message", ""))
             line = (finding.get("location") or {}).get("row", 0)
