@@ -105,15 +105,16 @@ def test_an_import_for_an_optional_annotation_is_not_left_to_a_later_patch(tmp_p
     module in the same file claimed by a later domain."""
     final = {**INIT, "pkg/newmod.py": "class NewClass:\n    pass\n",
              "pkg/core.py": "import os\nfrom typing import Optional\n\nfrom pkg.newmod import NewClass\n\n\n"
-             "def old():\n    return os.sep\n\n\nhandle: Optional[NewClass] = None  # USE\n"}
+             "def old():\n    return os.sep\n\n\nclass Engine:\n    def run(self, x: Optional[NewClass] = None) -> None:  # USE\n"
+             "        pass\n"}
     result, prefixes, caused = _witnessed(tmp_path, {**INIT, "pkg/core.py": CORE}, final)
     assert caused == [] and prefixes.ok, (caused, prefixes.failures)
 
 
 def test_a_rebinding_local_stays_with_its_binding(tmp_path) -> None:
     base = {**INIT, "pkg/core.py": "def g(a):\n    return a\n"}
-    final = {**INIT, "pkg/core.py": "def g(a):\n    kwargs = [a]\n    kwargs = kwargs + [1]  # USE\n"
-             "    return kwargs\n"}
+    final = {**INIT, "pkg/core.py": "def g(a):\n    kwargs = [a]\n    print(a)\n    kwargs = kwargs + [1]  # USE\n"
+             "    return a\n"}
     result, prefixes, caused = _witnessed(tmp_path, base, final)
     assert caused == [] and prefixes.ok, (caused, prefixes.failures)
 
@@ -155,3 +156,16 @@ def test_return_outside_a_function_does_not_compile(tmp_path) -> None:
     final = {"pkg/core.py": b"def f():\n    x = 1\n    return x\n"}
     result = check_states(tree, [("0001-a.patch", cut), ("0002-b.patch", final)], final)
     assert [f["kind"] for f in result.failures] == ["syntax"]
+
+
+def test_the_imports_gate_static_half_includes_undefined_names(tmp_path) -> None:
+    from patchkit.audit.gates.imports import undefined_names
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "core.py").write_text("X = 1\n")
+    base = BaseTree(tmp_path)
+    found = undefined_names(base, {"pkg/core.py": b"def f(x: NewClass): ...\n"}, ["pkg/core.py", "pkg/__init__.py"])
+    assert found is not None and [(q.file, q.kind, q.name, q.target) for q in found] == [
+        ("pkg/core.py", "undefined", "NewClass", "F821")]
+    assert undefined_names(base, {}, ["pkg/core.py"]) == []
