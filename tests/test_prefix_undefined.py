@@ -69,9 +69,26 @@ def _ruff(tmp: Path, files: dict[str, bytes | None]) -> set[tuple[str, str]]:
             (tmp / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp / path).write_bytes(data)
     tmp.mkdir(parents=True, exist_ok=True)
-    out = subprocess.run([RUFF, "check", "--isolated", "--no-cache", "--exit-zero", "--output-format", "json",
-                          "--select", "F821,F822,F823,F706", "."], cwd=tmp, capture_output=True, text=True)
-    return {(str(Path(f["filename"]).relative_to(tmp.resolve())), f["message"]) for f in json.loads(out.stdout)}
+    out = subprocess.run(
+        [
+            RUFF,
+            "check",
+            "--isolated",
+            "--no-cache",
+            "--exit-zero",
+            "--output-format",
+            "json",
+            "--select",
+            "F821,F822,F823,F706",
+            ".",
+        ],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+    )
+    return {
+        (str(Path(f["filename"]).relative_to(tmp.resolve())), f["message"]) for f in json.loads(out.stdout)
+    }
 
 
 def _witnessed(tmp_path: Path, base: dict[str, str], final: dict[str, str]):
@@ -92,9 +109,12 @@ CORE = "import os\n\n\ndef old():\n    return os.sep\n"
 
 
 def test_a_one_line_def_annotation_is_a_use_and_its_import_comes_first(tmp_path) -> None:
-    final = {**INIT, "pkg/newmod.py": "class NewClass:\n    pass\n",
-             "pkg/core.py": "import os\n\nfrom pkg.newmod import NewClass\n\n\ndef old():\n    return os.sep\n\n\n"
-             "def f(x: NewClass): ...  # USE\n"}
+    final = {
+        **INIT,
+        "pkg/newmod.py": "class NewClass:\n    pass\n",
+        "pkg/core.py": "import os\n\nfrom pkg.newmod import NewClass\n\n\ndef old():\n    return os.sep\n\n\n"
+        "def f(x: NewClass): ...  # USE\n",
+    }
     result, prefixes, caused = _witnessed(tmp_path, {**INIT, "pkg/core.py": CORE}, final)
     assert len(result.series.patches) >= 1
     assert caused == [] and prefixes.ok, (caused, prefixes.failures)
@@ -103,34 +123,47 @@ def test_a_one_line_def_annotation_is_a_use_and_its_import_comes_first(tmp_path)
 def test_an_import_for_an_optional_annotation_is_not_left_to_a_later_patch(tmp_path) -> None:
     """The vendor patch's shape: ``Optional[NewClass]`` in a core module, the import of the new
     module in the same file claimed by a later domain."""
-    final = {**INIT, "pkg/newmod.py": "class NewClass:\n    pass\n",
-             "pkg/core.py": "import os\nfrom typing import Optional\n\nfrom pkg.newmod import NewClass\n\n\n"
-             "def old():\n    return os.sep\n\n\nclass Engine:\n    def run(self, x: Optional[NewClass] = None) -> None:  # USE\n"
-             "        pass\n"}
+    final = {
+        **INIT,
+        "pkg/newmod.py": "class NewClass:\n    pass\n",
+        "pkg/core.py": "import os\nfrom typing import Optional\n\nfrom pkg.newmod import NewClass\n\n\n"
+        "def old():\n    return os.sep\n\n\nclass Engine:\n"
+        "    def run(self, x: Optional[NewClass] = None) -> None:  # USE\n"
+        "        pass\n",
+    }
     result, prefixes, caused = _witnessed(tmp_path, {**INIT, "pkg/core.py": CORE}, final)
     assert caused == [] and prefixes.ok, (caused, prefixes.failures)
 
 
 def test_a_rebinding_local_stays_with_its_binding(tmp_path) -> None:
     base = {**INIT, "pkg/core.py": "def g(a):\n    return a\n"}
-    final = {**INIT, "pkg/core.py": "def g(a):\n    kwargs = [a]\n    print(a)\n    kwargs = kwargs + [1]  # USE\n"
-             "    return a\n"}
+    final = {
+        **INIT,
+        "pkg/core.py": "def g(a):\n    kwargs = [a]\n    print(a)\n    kwargs = kwargs + [1]  # USE\n"
+        "    return a\n",
+    }
     result, prefixes, caused = _witnessed(tmp_path, base, final)
     assert caused == [] and prefixes.ok, (caused, prefixes.failures)
 
 
 def test_return_rewritten_into_a_local_keeps_its_reads_with_it(tmp_path) -> None:
     base = {**INIT, "pkg/core.py": "def g(a):\n    return (\n        a + 1\n    )\n"}
-    final = {**INIT, "pkg/core.py": "def g(a):\n    kwargs = (\n        a + 1\n    )\n"
-             "    print(kwargs)  # USE\n    return kwargs\n"}
+    final = {
+        **INIT,
+        "pkg/core.py": "def g(a):\n    kwargs = (\n        a + 1\n    )\n"
+        "    print(kwargs)  # USE\n    return kwargs\n",
+    }
     result, prefixes, caused = _witnessed(tmp_path, base, final)
     assert caused == [] and prefixes.ok, (caused, prefixes.failures)
 
 
 def test_a_star_import_file_is_analysed(tmp_path) -> None:
     base = {**INIT, "pkg/core.py": "from os.path import *\n\n\ndef old():\n    return sep\n"}
-    final = {**INIT, "pkg/core.py": "from os.path import *\n\nLIMIT = 3\n\n\ndef old():\n    return sep\n\n\n"
-             "def f():\n    return LIMIT  # USE\n"}
+    final = {
+        **INIT,
+        "pkg/core.py": "from os.path import *\n\nLIMIT = 3\n\n\ndef old():\n    return sep\n\n\n"
+        "def f():\n    return LIMIT  # USE\n",
+    }
     result, prefixes, caused = _witnessed(tmp_path, base, final)
     assert caused == [] and prefixes.ok, (caused, prefixes.failures)
 
@@ -165,7 +198,10 @@ def test_the_imports_gate_static_half_includes_undefined_names(tmp_path) -> None
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "core.py").write_text("X = 1\n")
     base = BaseTree(tmp_path)
-    found = undefined_names(base, {"pkg/core.py": b"def f(x: NewClass): ...\n"}, ["pkg/core.py", "pkg/__init__.py"])
+    found = undefined_names(
+        base, {"pkg/core.py": b"def f(x: NewClass): ...\n"}, ["pkg/core.py", "pkg/__init__.py"]
+    )
     assert found is not None and [(q.file, q.kind, q.name, q.target) for q in found] == [
-        ("pkg/core.py", "undefined", "NewClass", "F821")]
+        ("pkg/core.py", "undefined", "NewClass", "F821")
+    ]
     assert undefined_names(base, {}, ["pkg/core.py"]) == []

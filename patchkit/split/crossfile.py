@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from patchkit.base.tree import BaseTree
+from patchkit.split import undefined
 from patchkit.split.blocks import Block
 from patchkit.split.names import code_of, defined_names, statements, used_names
 from patchkit.split.rules import LineVerdict
-from patchkit.split import undefined
 from patchkit.split.static import Problem, first_party, tree_state
 
 StateOf = Callable[[str, set[str]], "bytes | None"]
@@ -167,13 +167,15 @@ class CrossFile:
         return found
 
 
-def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of: StateOf,
-            rounds: int = 64) -> tuple[list[str], list[dict], list[Need]]:  # fmt: skip
+def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of: StateOf, rounds: int = 64,
+            check: CrossFile | None = None) -> tuple[list[str], list[dict], list[Need]]:  # fmt: skip
     """Move, reorder, merge until no prefix problem is left that a step can fix.
 
-    Returns the (possibly reordered) domain order, one record per step taken, and what is left."""
+    Returns the (possibly reordered) domain order, one record per step taken, and what is left.
+    ``check``: a ``CrossFile`` of these blocks from an earlier round (what it read of the base and
+    the final state does not change when lines move)."""
     notes = merge_split_locals(blocks, order)
-    check = CrossFile(base, blocks, state_of)
+    check = check or CrossFile(base, blocks, state_of)  # the base and the final state: fixed
     problems = check.problems(order)
     tried: set[tuple] = set()
     for _ in range(rounds):

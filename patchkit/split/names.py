@@ -60,7 +60,7 @@ def used_names(line: str) -> set[str]:
 def _used(code: str) -> set[str]:
     if _IMPORT.match(code) or _FROM.match(code):
         return set()
-    if m := _DEF.match(code):  # a def line uses its annotations and defaults (``def f(x: New): ...``)
+    if _DEF.match(code):  # a def line uses its annotations and defaults (``def f(x: New): ...``)
         return _signature_uses(code)
     return {n for n in _IDENT.findall(code) if n not in _KNOWN}
 

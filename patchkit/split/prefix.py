@@ -96,8 +96,8 @@ def _undefined(base: BaseTree, states: list[tuple[str, Files]], final: Files, to
     def side(files: Files, paths) -> Files:
         return {p: files[p] if p in files else base.read(p) for p in paths}
 
-    asked = [side({}, py), side(final, py)] + [side(files, sorted(p for p in touched_at[k] if p.endswith(".py")))
-                                               for k, (_, files) in enumerate(states)]  # fmt: skip
+    asked = [side({}, py), side(final, py)]
+    asked += [side(files, sorted(p for p in touched_at[k] if p.endswith(".py"))) for k, (_, files) in enumerate(states)]
     try:
         found = undefined.check(asked)
     except undefined.NoRuff as exc:
@@ -169,4 +169,6 @@ def problem_text(record: dict) -> str:
     return f"{record['patch']}: {record['text']}"
 
 
-__all__ = ["PrefixResult", "Problem", "check_prefixes", "check_series", "check_states", "problem_text", "series_states"]
+__all__ = [
+    "PrefixResult", "Problem", "check_prefixes", "check_series", "check_states", "problem_text", "series_states",
+]  # fmt: skip

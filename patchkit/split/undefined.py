@@ -99,7 +99,9 @@ def _run(todo: list[tuple[str, bytes]]) -> None:
                 continue
             name = re.search(r"`([^`]+)`", finding.get("message", ""))
             line = (finding.get("location") or {}).get("row", 0)
-            _MEMO[key].append(Problem(key[0], line, "undefined", name.group(1) if name else "?", finding["code"]))
+            _MEMO[key].append(
+                Problem(key[0], line, "undefined", name.group(1) if name else "?", finding["code"])
+            )
 
 
 def text(problem: Problem) -> str:

@@ -26,8 +26,8 @@ from patchkit import __version__
 from patchkit.audit.gates import Gate, GateContext, gate_result, witness
 from patchkit.audit.gates.tests import materialise
 from patchkit.audit.model import Evidence, GateResult
-from patchkit.split.modfacts import module_name
 from patchkit.split import undefined
+from patchkit.split.modfacts import module_name
 from patchkit.split.static import first_party, tree_state
 from patchkit.values import Message
 
