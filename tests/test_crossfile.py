@@ -73,7 +73,7 @@ def _split(tmp_path: Path, base: dict[str, str], final: dict[str, str], rules: s
 def _both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base, final, rules: str = RULES):
     """(prefix check without the cross-file pass, the split and prefix check with it)."""
     with monkeypatch.context() as m:
-        m.setattr(replay_module, "resolve", lambda base, blocks, order, state_of: (order, [], []))
+        m.setattr(replay_module, "resolve", lambda base, blocks, order, state_of, **_: (order, [], []))
         old_result, old = _split(tmp_path / "old", base, final, rules)
     result, new = _split(tmp_path / "new", base, final, rules)
     return (old_result, old) if rules is not RULES else old, result, new
@@ -179,7 +179,7 @@ def test_a_semantic_need_is_recorded_and_the_apply_gate_says_needs_first(tmp_pat
     from patchkit.audit.gates.apply import apply_gate
 
     # a use that no step can fix (its definer's line needs what the user's file adds) stays a need
-    def keep(base, blocks, order, state_of):
+    def keep(base, blocks, order, state_of, **_):
         from patchkit.split.crossfile import Need
         from patchkit.split.static import Problem
 

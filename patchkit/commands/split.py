@@ -100,7 +100,7 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
                     f"{witnessed.series_tree}, patchkit tree {witnessed.patchkit_tree}")  # fmt: skip
     else:
         output.info(f"git witness could not run: {witnessed.reason}")
-    output.info(f"prefix check: {prefixes.seconds:.2f} s")
+    output.info(f"prefix check: {prefixes.seconds:.2f} s, undefined names: {prefixes.undefined_names}")
     for record in prefixes.replay_findings:
         output.info(f"finding of the replay (its own final state has it too): {problem_text(record)}")
     if not proof.ok or not prefixes.ok:

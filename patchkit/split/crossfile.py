@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from patchkit.base.tree import BaseTree
+from patchkit.split import undefined
 from patchkit.split.blocks import Block
 from patchkit.split.names import code_of, defined_names, statements, used_names
 from patchkit.split.rules import LineVerdict
@@ -51,14 +52,18 @@ def merge_split_locals(blocks: Sequence[Block], order: list[str]) -> list[dict]:
             continue
         bound: dict[str, set[str]] = {}
         read: dict[str, set[str]] = {}
+        rebinds: dict[str, set[str]] = {}
         for line, verdict in zip(block.new, block.new_domains):
             if not line[:1].isspace():
                 continue  # module level: ``names`` and the cross-file pass handle those
-            bound.setdefault(verdict.domain, set()).update(defined_names(line))
-            read.setdefault(verdict.domain, set()).update(used_names(line))
+            binds, reads = defined_names(line), used_names(line)
+            bound.setdefault(verdict.domain, set()).update(binds)
+            read.setdefault(verdict.domain, set()).update(reads)
+            # ``kwargs = kwargs + ...`` rebinds: it reads the binding, so it cannot stand in for it
+            rebinds.setdefault(verdict.domain, set()).update(binds & reads)
         for definer, names in bound.items():
             for user, uses in read.items():
-                shared = sorted(names & uses - bound.get(user, set()))
+                shared = sorted(names & uses - (bound.get(user, set()) - rebinds.get(user, set())))
                 if user == definer or not shared:
                     continue
                 first, other = sorted((definer, user), key=lambda d: rank.get(d, len(rank)))
@@ -95,9 +100,16 @@ class CrossFile:
         start = tree_state(base, {}, self.packages, self.memo)
         py = [p for p in self.paths if p.endswith(".py")]
         self.known = {q.key for p in py for q in end.check(p)} | {q.key for p in py for q in start.check(p)}
+        # ruff's undefined names of the base and the final state are not the split's: asked in
+        # the same ruff process as the first prefix states
+        self.ends: list = [{p: final[p] for p in py}, {p: base.read(p) for p in py}]
+        self.ruff = True
 
     def problems(self, order: list[str]) -> list[tuple[int, Problem]]:
+        """Every prefix state's problems the base and the final state do not have: static ones
+        and ruff's undefined names (one ruff process for all the states)."""
         out = []
+        asked = []
         for k in range(len(order) - 1):
             chosen = set(order[: k + 1])
             touched = [p for p in self.paths if any(d in chosen for b in self._of(p) for d in b.domains())]
@@ -106,6 +118,18 @@ class CrossFile:
             for path in touched:
                 if path.endswith(".py"):
                     out += [(k, q) for q in state.check(path) if q.key not in self.known]
+            asked.append({p: d for p, d in files.items() if p.endswith(".py")})
+        if self.ruff:
+            try:
+                found = undefined.check(self.ends + asked)
+            except undefined.NoRuff:
+                self.ruff = False
+                return out
+            if self.ends:
+                self.known |= {q.key for q in found[0] + found[1]}
+            found, self.ends = found[len(self.ends) :], []
+            for k, problems in enumerate(found):
+                out += [(k, q) for q in problems if q.key not in self.known]
         return out
 
     def _of(self, path: str) -> list[Block]:
@@ -113,6 +137,10 @@ class CrossFile:
 
     def sites(self, problem: Problem, later: set[str]) -> list[tuple[Block, int, int]]:
         """(block, start, stop) of the added statements of ``later`` domains that introduce the name."""
+        if problem.kind == "undefined":  # per file: the statements of that file that bind it
+            return [(b, start, stop) for b in self._of(problem.file) for start, stop in statements(b.new)
+                    if any(b.new_domains[i].domain in later for i in range(start, stop))
+                    and _binds(problem.name, b.new[start:stop])]
         if problem.kind == "module":
             base = problem.name.replace(".", "/")
             own = (base + ".py", base + "/__init__.py")
@@ -139,13 +167,15 @@ class CrossFile:
         return found
 
 
-def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of: StateOf,
-            rounds: int = 12) -> tuple[list[str], list[dict], list[Need]]:  # fmt: skip
+def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of: StateOf, rounds: int = 64,
+            check: CrossFile | None = None) -> tuple[list[str], list[dict], list[Need]]:  # fmt: skip
     """Move, reorder, merge until no prefix problem is left that a step can fix.
 
-    Returns the (possibly reordered) domain order, one record per step taken, and what is left."""
+    Returns the (possibly reordered) domain order, one record per step taken, and what is left.
+    ``check``: a ``CrossFile`` of these blocks from an earlier round (what it read of the base and
+    the final state does not change when lines move)."""
     notes = merge_split_locals(blocks, order)
-    check = CrossFile(base, blocks, state_of)
+    check = check or CrossFile(base, blocks, state_of)  # the base and the final state: fixed
     problems = check.problems(order)
     tried: set[tuple] = set()
     for _ in range(rounds):
@@ -192,6 +222,15 @@ def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of:
         if definer is not None:
             needs.append(Need(user, definer, problem))
     return order, notes, needs
+
+
+def _binds(name: str, lines: list[str]) -> bool:
+    """Does this statement bind ``name``: as code, or as a parameter line of a signature cut over
+    lines (``    name: Type,`` / ``    name,``)?"""
+    if name in defined_names(" ".join(code_of(ln).strip() for ln in lines)):
+        return True
+    param = re.compile(rf"^\s*\*{{0,2}}{re.escape(name)}\s*(?::[^=]|,\s*$|\)|:$)")
+    return any(param.match(code_of(ln)) for ln in lines)
 
 
 def _user_of(problem: Problem, order: list[str], k: int, blocks: Sequence[Block]) -> str:

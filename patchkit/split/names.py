@@ -23,6 +23,7 @@ checks it; what it cannot move, the ruff gate still reports per patch.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import keyword
 import re
@@ -57,9 +58,33 @@ def used_names(line: str) -> set[str]:
 
 
 def _used(code: str) -> set[str]:
-    if _IMPORT.match(code) or _FROM.match(code) or _DEF.match(code):
+    if _IMPORT.match(code) or _FROM.match(code):
         return set()
+    if _DEF.match(code):  # a def line uses its annotations and defaults (``def f(x: New): ...``)
+        return _signature_uses(code)
     return {n for n in _IDENT.findall(code) if n not in _KNOWN}
+
+
+def _signature_uses(code: str) -> set[str]:
+    """Names a ``def``/``class`` line reads: annotations, defaults, bases, the return annotation
+    (parameter names are not reads). A signature cut over lines: what follows ``:``, ``=``, ``->``."""
+    text = code.strip()
+    try:
+        tree = ast.parse(text + (" ..." if text.endswith(":") else ""))
+        node = tree.body[0]
+        reads = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            reads = [a.annotation for a in every if a is not None and a.annotation is not None]
+            reads += [*args.defaults, *(d for d in args.kw_defaults if d is not None), node.returns]
+        elif isinstance(node, ast.ClassDef):
+            reads = [*node.bases, *(k.value for k in node.keywords)]
+        return {n.id for r in reads if r is not None for n in ast.walk(r)
+                if isinstance(n, ast.Name) and n.id not in _KNOWN}  # fmt: skip
+    except (SyntaxError, ValueError, IndexError):
+        pieces = re.findall(r"(?::|->|=)\s*([^,)=]+)", text.split("(", 1)[-1])
+        return {n for p in pieces for n in _IDENT.findall(p) if n not in _KNOWN}
 
 
 def defined_names(line: str, in_import: bool = False) -> set[str]:
@@ -84,11 +109,32 @@ def _defined(code: str, in_import: bool) -> set[str]:
     names = set(_AS.findall(code)) | set(_WALRUS.findall(code))
     if m := _DEF.match(code):
         names.add(m.group(1))
+        names |= _parameters(code)  # a function's parameters bind its locals
     elif m := _FOR.match(code):
         names |= set(re.findall(r"[A-Za-z_]\w*", m.group(1)))
-    elif (m := _ASSIGN.match(code)) and "." not in m.group(1):
+    elif (m := _ASSIGN.match(code)) and "." not in m.group(1) and not _keyword_line(code, m):
         names |= {n for n in re.findall(r"[A-Za-z_]\w*", m.group(1)) if n not in _KNOWN}
     return names
+
+
+def _keyword_line(code: str, m: re.Match) -> bool:
+    """``kwargs=x,`` or ``key=value)``: a keyword argument inside a call, not an assignment."""
+    text = code.rstrip()
+    opens = sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+    return m.group(1).strip().isidentifier() and (text.endswith(",") and opens <= 0 or opens < 0)
+
+
+def _parameters(code: str) -> set[str]:
+    text = code.strip()
+    try:
+        node = ast.parse(text + (" ..." if text.endswith(":") else "")).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return set()
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    args = node.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None} - {"self", "cls"}
 
 
 def _import_list(text: str) -> set[str]:
@@ -205,8 +251,6 @@ def undefined_globals(source: bytes) -> set[str] | None:
             text = source.decode("utf-8", errors="surrogateescape")
             top = symtable.symtable(text, "<state>", "exec")
     except (SyntaxError, ValueError, UnicodeError):
-        return None
-    if re.search(r"^\s*from\s+\S+\s+import\s+\*", text, re.M):
         return None
     bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
     read: set[str] = set()

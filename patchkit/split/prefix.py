@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from patchkit.base.tree import BaseTree
 from patchkit.series.files import SeriesEntry
+from patchkit.split import undefined
 from patchkit.split.proof import apply_entries
 from patchkit.split.static import Problem, State, first_party, tree_state, uses_of
 
@@ -27,6 +28,7 @@ class PrefixResult:
     failures: list[dict] = field(default_factory=list)  # the split's: exit 1
     replay_findings: list[dict] = field(default_factory=list)  # the replay's final state has them too
     seconds: float = 0.0
+    undefined_names: str = "not checked"  # "ruff F821,F822,F823", or "could not run: why"
 
     @property
     def ok(self) -> bool:
@@ -36,7 +38,7 @@ class PrefixResult:
         return {
             "ok": self.ok, "states": self.states, "files_checked": self.files_checked,
             "imports_checked": self.imports_checked, "failures": self.failures,
-            "replay_findings": self.replay_findings,
+            "replay_findings": self.replay_findings, "undefined_names": self.undefined_names,
             "method": "each state base + patches[1..k] re-applied from the written series; every "
             "touched Python file compiled, its first-party imports and keyword arguments resolved "
             "statically against that state",
@@ -57,15 +59,22 @@ def check_states(base: BaseTree, states: list[tuple[str, Files]], final: Files,
     on_base = {p.key for path in final if path.endswith(".py") for p in start.check(path)}
     seen: set[tuple[str, str, str, str]] = set()
     touched: set[str] = set()
-    for k, (name, files) in enumerate(states):
+    touched_at: list[set[str]] = []
+    for k, (_, files) in enumerate(states):
         touched |= touched_of(k) if touched_of else set(files)
+        touched_at.append(set(touched))
+    undefined = _undefined(base, states, final, touched_at, result)
+    known |= undefined[1]
+    on_base |= undefined[0]
+    for k, (name, files) in enumerate(states):
+        touched = touched_at[k]
         state = tree_state(base, files, packages, memo)
         for path in sorted(p for p in touched if p.endswith(".py")):
             result.files_checked += 1
             source = state.read(path)
             if source is None:
                 continue
-            problems = state.check(path)
+            problems = state.check(path) + undefined[2][k].get(path, [])
             result.imports_checked += _imports(state, path)
             for problem in problems:
                 if problem.key in on_base or problem.key in seen:
@@ -75,6 +84,45 @@ def check_states(base: BaseTree, states: list[tuple[str, Files]], final: Files,
                 (result.replay_findings if problem.key in known else result.failures).append(record)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _undefined(base: BaseTree, states: list[tuple[str, Files]], final: Files, touched_at: list[set[str]],
+               result: PrefixResult) -> tuple[set, set, list[dict[str, list[Problem]]]]:  # fmt: skip
+    """ruff F821/F822/F823 on every state's touched files, the base's and the final state's, in
+    one ruff process: (keys on the base, keys in the final state, each state's problems by path)."""
+    every = set().union(*touched_at) if touched_at else set()
+    py = sorted(p for p in every | set(final) if p.endswith(".py"))
+
+    def side(files: Files, paths) -> Files:
+        return {p: files[p] if p in files else base.read(p) for p in paths}
+
+    asked = [side({}, py), side(final, py)]
+    asked += [side(files, sorted(p for p in touched_at[k] if p.endswith(".py"))) for k, (_, files) in enumerate(states)]
+    try:
+        found = undefined.check(asked)
+    except undefined.NoRuff as exc:
+        result.undefined_names = f"could not run: {exc}"
+        return set(), set(), [{} for _ in states]
+    result.undefined_names = "ruff " + ",".join(undefined.CODES)
+    per_state: list[dict[str, list[Problem]]] = []
+    for problems in found[2:]:
+        by_path: dict[str, list[Problem]] = {}
+        for q in problems:
+            by_path.setdefault(q.file, []).append(q)
+        per_state.append(by_path)
+    return {q.key for q in found[0]}, {q.key for q in found[1]}, per_state
+
+
+def check_prefixes(base: BaseTree, entries: list[SeriesEntry], final: Files | None = None) -> PrefixResult:
+    """THE check of every prefix state of a series (base + patches[1..k], for each k): compiles,
+    first-party imports and keywords (``static``), undefined names (ruff, ``undefined``); a
+    problem the base has is not counted, one the final state has too is the replay's
+    (``replay_findings``), every other one is a failure. ``final``: the touched files after the
+    whole replay (default: after the whole series)."""
+    states = series_states(base, entries)
+    if final is None:
+        final = dict(states[-1][1]) if states else {}
+    return check_states(base, states, final)
 
 
 def _imports(state: State, path: str) -> int:
@@ -121,4 +169,6 @@ def problem_text(record: dict) -> str:
     return f"{record['patch']}: {record['text']}"
 
 
-__all__ = ["PrefixResult", "Problem", "check_series", "check_states", "problem_text", "series_states"]
+__all__ = [
+    "PrefixResult", "Problem", "check_prefixes", "check_series", "check_states", "problem_text", "series_states",
+]  # fmt: skip

@@ -25,7 +25,7 @@ from patchkit.series.model import Series, SplitPatch
 from patchkit.series.overlays import Overlay, take_overlays
 from patchkit.split.blocks import Block, assignments, slide_apart
 from patchkit.split.build import NotRepresentable, step_file_patch
-from patchkit.split.crossfile import resolve
+from patchkit.split.crossfile import CrossFile, resolve
 from patchkit.split.depends import absorbed_commits
 from patchkit.split.model import Domain
 from patchkit.split.names import follow_definitions
@@ -270,10 +270,16 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         def state_of(path: str, chosen: set[str]) -> bytes | None:
             return compose(states[path], by_file[path], chosen)[0]
 
-        parsed: set[bytes] = set()  # states the name analysis parsed: the step check skips them
-        if follow_definitions(blocks, order, state_of, parsed):
-            order = [d.name for d in domains if any(d.name in b.domains() for b in blocks)]
-        order, resolutions, needs = resolve(base, blocks, order, state_of)  # across files
+        resolutions: list[dict] = []
+        check = None
+        for _ in range(4):  # name moves and cross-file moves until nothing moves (bounded)
+            if follow_definitions(blocks, order, state_of):
+                order = [name for name in order if any(name in b.domains() for b in blocks)]
+            check = check or CrossFile(base, blocks, state_of)
+            order, found, needs = resolve(base, blocks, order, state_of, check=check)  # across files
+            resolutions += found
+            if not found:
+                break
         order = [name for name in order if any(name in b.domains() for b in blocks)]
         steps = []
         per_step: dict[int, list[FilePatch]] = {}
@@ -295,7 +301,7 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                     continue
                 if fp is not None:
                     per_step.setdefault(k, []).append(fp)
-        checks = start(steps, order, {path: st.post for path, st in states.items()}, parsed)
+        checks = start(steps, order, {path: st.post for path, st in states.items()})  # compile() each
         if by_git:
             for fp in diff_pairs(by_git, work / "steps", context=3):
                 k, _, _ = fp.path.partition("/")

@@ -26,6 +26,7 @@ from patchkit import __version__
 from patchkit.audit.gates import Gate, GateContext, gate_result, witness
 from patchkit.audit.gates.tests import materialise
 from patchkit.audit.model import Evidence, GateResult
+from patchkit.split import undefined
 from patchkit.split.modfacts import module_name
 from patchkit.split.static import first_party, tree_state
 from patchkit.values import Message
@@ -85,10 +86,14 @@ def _python_version(python: str) -> str:
 
 
 def undefined_names(base, overlay: dict, paths: list[str]) -> list | None:
-    """CALL POINT for split/'s undefined-name analysis (i25-split: ruff F821/F822/F823 on a state's
-    touched files, as ``split.static`` problems). Until split/ provides it: None, and the gate
-    records that its static half checked imports and keywords only."""
-    return None
+    """ruff F821/F822/F823 (split/'s analysis, ``split.undefined``) on ``paths`` of base + overlay,
+    as ``split.static`` problems of kind ``undefined``; None when no ruff can run here (the gate
+    then records that its static half checked imports and keywords only)."""
+    files = {p: overlay[p] if p in overlay else base.read(p) for p in paths if p.endswith(".py")}
+    try:
+        return undefined.check_one(files)
+    except undefined.NoRuff:
+        return None
 
 
 def _run(ctx: GateContext) -> GateResult:
@@ -206,7 +211,7 @@ def _decide(problems: list, real: dict[str, dict], reason: str | None, count: in
     )
 
 
-STATIC = "patchkit static check (split/static.py: imports, keywords)"
+STATIC = "patchkit static check (split/static.py: imports, keywords; split/undefined.py: ruff F821/F822/F823)"
 
 
 def _ancestry(modules: list[str]) -> set[str]:

@@ -1,0 +1,111 @@
+"""Undefined names in tree states, by ruff's own rules (F821, F822, F823), not by patchkit's reading;
+and in the same pass what only the compiler refuses (F701, F702, F704, F706: ``return`` outside a
+function), since ``ast.parse`` takes it.
+
+A state is the files it changed (``path -> content``). Every distinct (path, content) of all the
+states asked about is written once into one scratch directory and one ``ruff check --isolated
+--select F821,F822,F823`` process reads them all: checking the nine states of a series costs one
+process, not nine. The findings come back as ``static.Problem``\\ s of kind ``undefined`` (``name``
+the undefined name, ``target`` ruff's code), so they compare across states like the static ones.
+
+The ruff is the one patchkit depends on (the ``ruff`` package's executable), else a ``ruff`` on
+PATH; without either ``run`` raises ``NoRuff`` and the callers say the check could not run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+
+from patchkit.split.static import Problem
+
+CODES = ("F821", "F822", "F823")
+# what ``ast.parse`` lets through and ``compile()`` refuses: break/continue outside a loop, yield
+# or return outside a function; reported as kind ``syntax`` (the state does not compile)
+COMPILE = {"F701": "'break' outside loop", "F702": "'continue' not properly in loop",
+           "F704": "'yield' outside function", "F706": "'return' outside function"}  # fmt: skip
+Files = dict[str, "bytes | None"]
+_MEMO: dict[tuple[str, bytes], list[Problem]] = {}
+
+
+class NoRuff(RuntimeError):
+    """No ruff could be run here: the undefined-name check could not run."""
+
+
+@cache
+def ruff_command() -> tuple[str, ...] | None:
+    try:
+        from ruff.__main__ import find_ruff_bin  # type: ignore[import-not-found]
+
+        found: str | None = str(find_ruff_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("ruff")
+    return (found,) if found and os.access(found, os.X_OK) else None
+
+
+def command() -> list[str]:
+    """The argv run (the directory last), for a witness record."""
+    exe = ruff_command()
+    return [*(exe or ("ruff",)), "check", "--isolated", "--no-cache", "--exit-zero", "--output-format",
+            "json", "--select", ",".join((*CODES, *COMPILE)), "{dir}"]  # fmt: skip
+
+
+def check(states: list[Files]) -> list[list[Problem]]:
+    """Each state's undefined-name problems in its Python files (one ruff process for all)."""
+    todo = {(p, d) for files in states for p, d in files.items()
+            if p.endswith(".py") and d is not None and (p, d) not in _MEMO}  # fmt: skip
+    if todo:
+        _run(sorted(todo))
+    return [[q for p, d in sorted(files.items()) if p.endswith(".py") and d is not None
+             for q in _MEMO[(p, d)]] for files in states]  # fmt: skip
+
+
+def check_one(files: Files) -> list[Problem]:
+    return check([files])[0]
+
+
+def _run(todo: list[tuple[str, bytes]]) -> None:
+    exe = ruff_command()
+    if exe is None:
+        raise NoRuff("no ruff: neither patchkit's ruff dependency nor a ruff on PATH")
+    if len(_MEMO) > 20000:
+        _MEMO.clear()
+    with tempfile.TemporaryDirectory(prefix="patchkit-undefined-") as tmp:
+        where: dict[str, tuple[str, bytes]] = {}
+        for i, (path, data) in enumerate(todo):
+            name = os.path.join(tmp, str(i), path)
+            os.makedirs(os.path.dirname(name), exist_ok=True)
+            with open(name, "wb") as handle:
+                handle.write(data)
+            where[os.path.realpath(name)] = (path, data)
+            _MEMO[(path, data)] = []
+        argv = [*command()[:-1], tmp]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise NoRuff((proc.stderr.strip().splitlines() or ["ruff failed"])[-1])
+        for finding in json.loads(proc.stdout or "[]"):
+            key = where.get(os.path.realpath(finding.get("filename", "")))
+            code = finding.get("code")
+            if key is None or (code not in CODES and code not in COMPILE):
+                continue
+            if code in COMPILE:
+                line = (finding.get("location") or {}).get("row", 0)
+                _MEMO[key].append(Problem(key[0], line, "syntax", f"line {line}: {COMPILE[code]}", code))
+                continue
+            name = re.search(r"`([^`]+)`", finding.get("message", ""))
+            line = (finding.get("location") or {}).get("row", 0)
+            _MEMO[key].append(
+                Problem(key[0], line, "undefined", name.group(1) if name else "?", finding["code"])
+            )
+
+
+def text(problem: Problem) -> str:
+    return f"{problem.file}:{problem.line}: name {problem.name!r} is undefined ({problem.target})"
+
+
+__all__ = ["CODES", "NoRuff", "check", "check_one", "command", "ruff_command", "text"]
