@@ -12,6 +12,7 @@ from pathlib import Path
 from patchkit.edit import gitops
 from patchkit.errors import CheckFailed
 
+
 @dataclass
 class Item:
     name: str  # the patch file name
@@ -62,8 +63,9 @@ def _merge_file(repo: Path, got: dict[int, tuple[str, str]]) -> str | None:
         return gitops.text(repo, ["hash-object", "-w", "--stdin"], data=proc.stdout)
 
 
-def rebuild(repo: Path, base_commit: str, last: str, items: list[Item],
-            signoff: tuple[str, str] | None = None) -> list[str]:  # fmt: skip
+def rebuild(
+    repo: Path, base_commit: str, last: str, items: list[Item], signoff: tuple[str, str] | None = None
+) -> list[str]:
     """The new commits, in ``items`` order; ``last`` is the old chain's last commit."""
     last_tree = gitops.tree_of(repo, last)
     previous = base_commit
@@ -74,8 +76,13 @@ def rebuild(repo: Path, base_commit: str, last: str, items: list[Item],
             if item.old_parent == previous:
                 tree = gitops.tree_of(repo, item.old)
             else:
-                tree = _merge(repo, item.old_parent or base_commit, previous, item.old,
-                              f"{item.name} does not apply there")  # fmt: skip
+                tree = _merge(
+                    repo,
+                    item.old_parent or base_commit,
+                    previous,
+                    item.old,
+                    f"{item.name} does not apply there",
+                )
         if item.extra:
             with_extra = gitops.tree_with(repo, last_tree, item.extra)
             tree = _merge(repo, last_tree, tree, with_extra, f"the changes do not fold into {item.name}")
@@ -89,6 +96,13 @@ def rebuild(repo: Path, base_commit: str, last: str, items: list[Item],
 
 def add_signoff(repo: Path, message: str, name: str, mail: str) -> str:
     """The user's own Signed-off-by, as ``git commit -s`` adds it (git's trailer rules)."""
-    args = ["interpret-trailers", "--if-exists", "addIfDifferentNeighbor", "--trailer",
-            f"Signed-off-by: {name} <{mail}>"]  # fmt: skip
-    return gitops.run(repo, args, data=message.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
+    args = [
+        "interpret-trailers",
+        "--if-exists",
+        "addIfDifferentNeighbor",
+        "--trailer",
+        f"Signed-off-by: {name} <{mail}>",
+    ]
+    return gitops.run(repo, args, data=message.encode("utf-8", "surrogateescape")).decode(
+        "utf-8", "surrogateescape"
+    )

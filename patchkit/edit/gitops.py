@@ -10,12 +10,21 @@ from pathlib import Path
 from patchkit import git
 from patchkit.errors import UserError
 
-def run(repo: Path, args: list[str], *, data: bytes | None = None, env: dict[str, str] | None = None,
-        check: bool = True) -> bytes:  # fmt: skip
+
+def run(
+    repo: Path,
+    args: list[str],
+    *,
+    data: bytes | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+) -> bytes:
     """``git -C repo ARGS`` with the user's identity (not git.run's fixed patchkit one)."""
     proc = raw(repo, args, data, env or {})
     if check and proc.returncode != 0:
-        raise UserError(f"git {args[0]} failed in {repo}: {proc.stderr.decode(errors='replace').strip()[:300]}")
+        raise UserError(
+            f"git {args[0]} failed in {repo}: {proc.stderr.decode(errors='replace').strip()[:300]}"
+        )
     return proc.stdout
 
 
@@ -25,8 +34,13 @@ def raw(repo: Path, args: list[str], data: bytes | None, extra: dict[str, str]):
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
     env.update(extra)
     try:
-        return subprocess.run(["git", "-C", str(repo), *args], input=data, capture_output=True, env=env,
-                              timeout=git.timeout_for(args))  # fmt: skip
+        return subprocess.run(
+            ["git", "-C", str(repo), *args],
+            input=data,
+            capture_output=True,
+            env=env,
+            timeout=git.timeout_for(args),
+        )
     except subprocess.TimeoutExpired:
         raise UserError(f"git {args[0]} timed out in {repo}") from None
 
@@ -67,7 +81,9 @@ def tree_with(repo: Path, tree: str, patch: bytes) -> str:
     try:
         run(repo, ["read-tree", tree], env=env)
         if patch.strip():
-            run(repo, ["apply", "--cached", "--unidiff-zero", "--whitespace=nowarn", "-"], data=patch, env=env)
+            run(
+                repo, ["apply", "--cached", "--unidiff-zero", "--whitespace=nowarn", "-"], data=patch, env=env
+            )
         return text(repo, ["write-tree"], env=env)
     finally:
         Path(index).unlink(missing_ok=True)
@@ -75,19 +91,28 @@ def tree_with(repo: Path, tree: str, patch: bytes) -> str:
 
 def merge(repo: Path, base: str, ours: str, theirs: str) -> str | None:
     """The tree of a 3-way merge (``git merge-tree --write-tree``), None on a conflict."""
-    proc = raw(repo, ["merge-tree", "--write-tree", "--no-messages", f"--merge-base={base}", ours, theirs],
-                      None, {})  # fmt: skip
+    proc = raw(
+        repo, ["merge-tree", "--write-tree", "--no-messages", f"--merge-base={base}", ours, theirs], None, {}
+    )
     if proc.returncode != 0:
         return None
     return proc.stdout.decode().split("\n", 1)[0].strip()
 
 
 def commit_info(repo: Path, commit: str) -> dict[str, str]:
-    raw = run(repo, ["log", "-1", "--format=%an%x00%ae%x00%ad%x00%cn%x00%ce%x00%cd%x00%B", "--date=raw", commit])
+    raw = run(
+        repo, ["log", "-1", "--format=%an%x00%ae%x00%ad%x00%cn%x00%ce%x00%cd%x00%B", "--date=raw", commit]
+    )
     an, ae, ad, cn, ce, cd, body = raw.decode("utf-8", "surrogateescape").split("\0", 6)
-    return {"GIT_AUTHOR_NAME": an, "GIT_AUTHOR_EMAIL": ae, "GIT_AUTHOR_DATE": ad,
-            "GIT_COMMITTER_NAME": cn, "GIT_COMMITTER_EMAIL": ce, "GIT_COMMITTER_DATE": cd,
-            "message": body.rstrip("\n") + "\n"}  # fmt: skip
+    return {
+        "GIT_AUTHOR_NAME": an,
+        "GIT_AUTHOR_EMAIL": ae,
+        "GIT_AUTHOR_DATE": ad,
+        "GIT_COMMITTER_NAME": cn,
+        "GIT_COMMITTER_EMAIL": ce,
+        "GIT_COMMITTER_DATE": cd,
+        "message": body.rstrip("\n") + "\n",
+    }
 
 
 def commit_tree(repo: Path, tree: str, parent: str, info: dict[str, str]) -> str:

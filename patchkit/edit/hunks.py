@@ -78,8 +78,15 @@ def parse_u0(data: bytes) -> list[FileDiff]:
         if match:
             current.header = b"".join(header)
             a, b, c, d = match.groups()
-            hunk = Hunk(current.path, int(a), 1 if b is None else int(b), int(c), 1 if d is None else int(d),
-                        current.header, line)  # fmt: skip
+            hunk = Hunk(
+                current.path,
+                int(a),
+                1 if b is None else int(b),
+                int(c),
+                1 if d is None else int(d),
+                current.header,
+                line,
+            )
             current.hunks.append(hunk)
         elif hunk is not None:
             hunk.body += line
@@ -95,7 +102,18 @@ def parse_u0(data: bytes) -> list[FileDiff]:
 
 
 def diff_u0(repo: Path, old: str, new: str, paths: list[str] | None = None) -> list[FileDiff]:
-    args = ["diff-tree", "-r", "-p", "-U0", "--no-renames", "--no-color", "--binary", "--full-index", old, new]
+    args = [
+        "diff-tree",
+        "-r",
+        "-p",
+        "-U0",
+        "--no-renames",
+        "--no-color",
+        "--binary",
+        "--full-index",
+        old,
+        new,
+    ]
     return parse_u0(gitops.run(repo, args + (["--", *paths] if paths else [])))
 
 
@@ -122,8 +140,11 @@ def assign(repo: Path, commits: list[str], parent_of_first: str, hunks: list[Hun
             fd = touched[0]
             for hunk in list(open_):
                 gaps = ranges[id(hunk)]
-                if fd.whole or hunk.binary or any(k.binary for k in fd.hunks) or any(
-                    _meet(k.new_gaps, gaps) for k in fd.hunks
+                if (
+                    fd.whole
+                    or hunk.binary
+                    or any(k.binary for k in fd.hunks)
+                    or any(_meet(k.new_gaps, gaps) for k in fd.hunks)
                 ):
                     hunk.target = index
                     hunk.line_in_target = gaps[0] + 1

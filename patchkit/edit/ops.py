@@ -29,10 +29,15 @@ class Outcome:
     dry_run: bool = False
 
     def to_dict(self) -> dict:
-        return {"op": self.op, "dry_run": self.dry_run, "changed": self.changed,
-                "assigned": [{"hunk": h.where(), "patch": n} for h, n in self.assigned],
-                "left": [h.where() for h in self.left], "commits_on_top": self.dropped_commits,
-                "checks": self.checks.to_dict() if self.checks else None}  # fmt: skip
+        return {
+            "op": self.op,
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "assigned": [{"hunk": h.where(), "patch": n} for h, n in self.assigned],
+            "left": [h.where() for h in self.left],
+            "commits_on_top": self.dropped_commits,
+            "checks": self.checks.to_dict() if self.checks else None,
+        }
 
 
 def pending_hunks(work: Work) -> tuple[list[Hunk], int]:
@@ -52,17 +57,32 @@ def _items(work: Work) -> list[Item]:
 
 def _edits(op: str, pairs: list[tuple[Hunk, str]]) -> list[dict]:
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return [{"command": op, "patch": name, "file": h.path, "line": h.line_in_target, "removed": h.old_count,
-             "added": h.new_count, "at": at} for h, name in pairs]  # fmt: skip
+    return [
+        {
+            "command": op,
+            "patch": name,
+            "file": h.path,
+            "line": h.line_in_target,
+            "removed": h.old_count,
+            "added": h.new_count,
+            "at": at,
+        }
+        for h, name in pairs
+    ]
 
 
-def _fold(work: Work, op: str, items: list[Item], pairs: list[tuple[Hunk, str]], signoff: bool,
-          outcome: Outcome) -> Outcome:  # fmt: skip
+def _fold(
+    work: Work, op: str, items: list[Item], pairs: list[tuple[Hunk, str]], signoff: bool, outcome: Outcome
+) -> Outcome:
     me = gitops.user_identity(work.path) if signoff else None
     commits = rebuild(work.path, work.base_commit, work.commits[-1], items, me)
-    expected = gitops.tree_with(work.path, gitops.tree_of(work.path, work.commits[-1]), join([h for h, _ in pairs]))
+    expected = gitops.tree_with(
+        work.path, gitops.tree_of(work.path, work.commits[-1]), join([h for h, _ in pairs])
+    )
     if gitops.tree_of(work.path, commits[-1]) != expected:
-        raise CheckFailed("the rebuilt patches do not add up to the last patch plus the changes; nothing changed")
+        raise CheckFailed(
+            "the rebuilt patches do not add up to the last patch plus the changes; nothing changed"
+        )
     outcome.changed = sorted({n for _, n in pairs}, key=[i.name for i in items].index)
     outcome.checks = land(work, op, [i.name for i in items], commits, _edits(op, pairs))
     return outcome
@@ -94,7 +114,9 @@ def refresh(path: Path, patch: str, signoff: bool = False) -> Outcome:
     later = [h for h in hunks if h.target is not None and h.target > index]
     if later:
         named = "; ".join(f"{h.where()} is also changed by {work.names[h.target]}" for h in later[:3])  # type: ignore[index]
-        raise CheckFailed(f"refresh {work.names[index]} refused: a later patch touches the same lines: {named}")
+        raise CheckFailed(
+            f"refresh {work.names[index]} refused: a later patch touches the same lines: {named}"
+        )
     outcome = Outcome("refresh", dropped_commits=on_top, assigned=[(h, work.names[index]) for h in hunks])
     if not hunks:
         return outcome
@@ -112,15 +134,23 @@ def new(path: Path, name: str, after: str | None = None, signoff: bool = False) 
     later = [h for h in hunks if h.target is not None and h.target >= position]
     if later:
         named = "; ".join(f"{h.where()} is also changed by {work.names[h.target]}" for h in later[:3])  # type: ignore[index]
-        raise CheckFailed(f"new {name} after {work.names[position - 1] if position else 'the base'} refused: {named}")
+        raise CheckFailed(
+            f"new {name} after {work.names[position - 1] if position else 'the base'} refused: {named}"
+        )
     filename = f"{position + 1:04d}-{name}.patch"
     if filename in work.names or "/" in name:
         raise UserError(f"new {name}: {filename} is already a patch of the series (or not a file name)")
     author, mail = gitops.user_identity(work.path)
     stamp = f"{int(time.time())} +0000"
-    info = {"GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": mail, "GIT_AUTHOR_DATE": stamp,
-            "GIT_COMMITTER_NAME": author, "GIT_COMMITTER_EMAIL": mail, "GIT_COMMITTER_DATE": stamp,
-            "message": f"{name}\n"}  # fmt: skip
+    info = {
+        "GIT_AUTHOR_NAME": author,
+        "GIT_AUTHOR_EMAIL": mail,
+        "GIT_AUTHOR_DATE": stamp,
+        "GIT_COMMITTER_NAME": author,
+        "GIT_COMMITTER_EMAIL": mail,
+        "GIT_COMMITTER_DATE": stamp,
+        "message": f"{name}\n",
+    }
     items = _items(work)
     items.insert(position, Item(filename, None, None, join(hunks), info))
     outcome = Outcome("new", dropped_commits=on_top, assigned=[(h, filename) for h in hunks])
@@ -136,8 +166,10 @@ def needs(work: Work) -> dict[str, list[str]]:
     """Patch name → the earlier patches it needs first (split/depends: the smallest set with which
     it applies to the base, plus the semantic needs split.json records)."""
     entries = load_entries(work.series)
-    patches = [SplitPatch(i + 1, e.name, {}, e.name, [fp for p in e.patches for fp in p.files], [])
-               for i, e in enumerate(entries)]  # fmt: skip
+    patches = [
+        SplitPatch(i + 1, e.name, {}, e.name, [fp for p in e.patches for fp in p.files], [])
+        for i, e in enumerate(entries)
+    ]
     compute_dependencies(work.base(), patches)
     return {p.filename: list(p.depends_on) for p in patches}
 
@@ -149,8 +181,10 @@ def drop(path: Path, patch: str) -> Outcome:
     _clean(work, f"drop {name}")
     needed_by = [n for n, first in needs(work).items() if name in first]
     if needed_by:
-        raise CheckFailed(f"drop {name} refused: {', '.join(needed_by)} need(s) it first "
-                          f"(its hunks do not apply to the base without {name})")  # fmt: skip
+        raise CheckFailed(
+            f"drop {name} refused: {', '.join(needed_by)} need(s) it first "
+            f"(its hunks do not apply to the base without {name})"
+        )
     items = _items(work)
     del items[index]
     if not items:
@@ -160,7 +194,9 @@ def drop(path: Path, patch: str) -> Outcome:
     except CheckFailed as exc:
         raise CheckFailed(f"drop {name} refused: {exc.line()}") from None
     outcome = Outcome("drop", changed=[name])
-    outcome.checks = _land_refusing(work, "drop", f"drop {name}", [i.name for i in items], commits, files=True)
+    outcome.checks = _land_refusing(
+        work, "drop", f"drop {name}", [i.name for i in items], commits, files=True
+    )
     return outcome
 
 
@@ -170,7 +206,9 @@ def move(path: Path, patch: str, after: str) -> Outcome:
     name = work.names[index]
     items = _items(work)
     item = items.pop(index)
-    position = 0 if after in ("base", "0") else [i.name for i in items].index(work.names[work.index_of(after)]) + 1
+    position = (
+        0 if after in ("base", "0") else [i.name for i in items].index(work.names[work.index_of(after)]) + 1
+    )
     items.insert(position, item)
     where = items[position - 1].name if position else "the base"
     try:
@@ -180,7 +218,9 @@ def move(path: Path, patch: str, after: str) -> Outcome:
     if gitops.tree_of(work.path, commits[-1]) != gitops.tree_of(work.path, work.commits[-1]):
         raise CheckFailed(f"move {name} after {where} refused: the reordered series ends in another tree")
     outcome = Outcome("move", changed=[name])
-    outcome.checks = _land_refusing(work, "move", f"move {name} after {where}", [i.name for i in items], commits)
+    outcome.checks = _land_refusing(
+        work, "move", f"move {name} after {where}", [i.name for i in items], commits
+    )
     return outcome
 
 

@@ -19,8 +19,15 @@ from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
 from patchkit.edit import gitops
 from patchkit.errors import CheckFailed, UserError
-from patchkit.series.files import MANIFEST, SERIES_FILE, SPLIT_JSON, load_entries, load_split_json
-from patchkit.series.files import record_json, series_record
+from patchkit.series.files import (
+    MANIFEST,
+    SERIES_FILE,
+    SPLIT_JSON,
+    load_entries,
+    load_split_json,
+    record_json,
+    series_record,
+)
 from patchkit.series.model import SplitPatch
 from patchkit.split.prefix import check_series
 from patchkit.split.proof import apply_entries
@@ -35,16 +42,22 @@ class Checks:
     prefix_failures: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"proof_files": self.proof_files, "witness_tree": self.witness_tree, "head_tree": self.head_tree,
-                "prefix_states": self.prefix_states, "prefix_failures": self.prefix_failures}  # fmt: skip
+        return {
+            "proof_files": self.proof_files,
+            "witness_tree": self.witness_tree,
+            "head_tree": self.head_tree,
+            "prefix_states": self.prefix_states,
+            "prefix_failures": self.prefix_failures,
+        }
 
 
 def staged_dir(series: Path) -> Path:
     return series.parent / f".{series.name}.patchkit-new"
 
 
-def write_staged(repo: Path, series: Path, chain: list[tuple[str, str]], parent: str,
-                 edits: list[dict]) -> Path:  # fmt: skip
+def write_staged(
+    repo: Path, series: Path, chain: list[tuple[str, str]], parent: str, edits: list[dict]
+) -> Path:
     """Write ``chain`` ((file name, commit) in order, the first on ``parent``) as a new series dir."""
     out = staged_dir(series)
     shutil.rmtree(out, ignore_errors=True)
@@ -52,7 +65,11 @@ def write_staged(repo: Path, series: Path, chain: list[tuple[str, str]], parent:
     rewritten = {name for name, _ in chain}
     old_names = set(_listed(series))
     for item in series.iterdir():  # what is not ours to rewrite is carried over as it is
-        if item.name in rewritten or item.name in old_names or item.name in (SERIES_FILE, SPLIT_JSON, MANIFEST):
+        if (
+            item.name in rewritten
+            or item.name in old_names
+            or item.name in (SERIES_FILE, SPLIT_JSON, MANIFEST)
+        ):
             continue
         if item.is_dir() and not item.is_symlink():
             shutil.copytree(item, out / item.name, symlinks=True)
@@ -78,8 +95,11 @@ def write_staged(repo: Path, series: Path, chain: list[tuple[str, str]], parent:
 
 def _listed(series: Path) -> list[str]:
     try:
-        return [ln.split()[0] for ln in (series / SERIES_FILE).read_text("utf-8").splitlines()
-                if ln.strip() and not ln.startswith("#") and not ln.startswith("overlay")]  # fmt: skip
+        return [
+            ln.split()[0]
+            for ln in (series / SERIES_FILE).read_text("utf-8").splitlines()
+            if ln.strip() and not ln.startswith("#") and not ln.startswith("overlay")
+        ]
     except OSError:
         return []
 
@@ -89,8 +109,20 @@ def render_patch(repo: Path, parent: str, commit: str, number: int, total: int, 
     subject, _, body = info["message"].partition("\n")
     body = body.strip("\n")
     head = _header(old, info, f"[PATCH {number}/{total}] {subject}")
-    diff = gitops.run(repo, ["diff-tree", "-p", "--stat=80", "--summary", "--no-color", "--binary",
-                             "--no-renames", parent, commit])  # fmt: skip
+    diff = gitops.run(
+        repo,
+        [
+            "diff-tree",
+            "-p",
+            "--stat=80",
+            "--summary",
+            "--no-color",
+            "--binary",
+            "--no-renames",
+            parent,
+            commit,
+        ],
+    )
     stat, _, patch = diff.decode("utf-8", "surrogateescape").partition("\ndiff --git ")
     message = f"{body}\n" if body else ""
     return f"{head}\n\n{message}---\n{stat.strip(chr(10))}\n\ndiff --git {patch}-- \npatchkit {__version__}\n"
@@ -113,9 +145,17 @@ def _header(old: str | None, info: dict[str, str], subject: str) -> str:
     date = email.utils.formatdate(int(seconds) + offset, localtime=False).replace("-0000", zone or "+0000")
     name, mail = info["GIT_AUTHOR_NAME"], info["GIT_AUTHOR_EMAIL"]
     who = email.utils.formataddr((name, mail)) if name.isascii() else f"{_encode(name)} <{mail}>"
-    return "\n".join(["From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001", f"From: {who}",
-                      f"Date: {date}", line, "MIME-Version: 1.0", "Content-Type: text/plain; charset=UTF-8",
-                      "Content-Transfer-Encoding: 8bit"])  # fmt: skip
+    return "\n".join(
+        [
+            "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001",
+            f"From: {who}",
+            f"Date: {date}",
+            line,
+            "MIME-Version: 1.0",
+            "Content-Type: text/plain; charset=UTF-8",
+            "Content-Transfer-Encoding: 8bit",
+        ]
+    )
 
 
 def _encode(value: str) -> str:
@@ -149,8 +189,9 @@ def _domain(name: str) -> str:
     return rest if head.isdigit() and rest else stem
 
 
-def check(repo: Path, staged: Path, base: BaseTree, base_commit: str, head: str,
-          before: set[str] | None = None) -> Checks:  # fmt: skip
+def check(
+    repo: Path, staged: Path, base: BaseTree, base_commit: str, head: str, before: set[str] | None = None
+) -> Checks:
     """The proof, git's witness and the prefix checks of ``staged`` (CheckFailed on any failure).
     ``before``: prefix problems the old series already had (not this edit's)."""
     entries = load_entries(staged)
@@ -159,7 +200,11 @@ def check(repo: Path, staged: Path, base: BaseTree, base_commit: str, head: str,
     if problems:
         raise CheckFailed(f"the rewritten series does not apply: {problems[0]}")
     for path, (data, mode) in sorted(tree.items()):
-        want = gitops.run(repo, ["cat-file", "blob", f"{head}:{path}"], check=False) if data is not None else None
+        want = (
+            gitops.run(repo, ["cat-file", "blob", f"{head}:{path}"], check=False)
+            if data is not None
+            else None
+        )
         listed = gitops.text(repo, ["ls-tree", head, "--", path])
         if data is None and listed:
             raise CheckFailed(f"proof: {path} is deleted by the series but present in the work tree's commit")
@@ -168,8 +213,10 @@ def check(repo: Path, staged: Path, base: BaseTree, base_commit: str, head: str,
         checks.proof_files += 1
     checks.witness_tree = _git_witness(repo, staged, entries, base_commit)
     if checks.witness_tree != checks.head_tree:
-        raise CheckFailed(f"witness: git apply of the series gives tree {checks.witness_tree[:12]}, "
-                          f"the work tree's commit has {checks.head_tree[:12]}")  # fmt: skip
+        raise CheckFailed(
+            f"witness: git apply of the series gives tree {checks.witness_tree[:12]}, "
+            f"the work tree's commit has {checks.head_tree[:12]}"
+        )
     final = {path: data for path, (data, _) in tree.items()}
     result = check_series(base, entries, final)
     checks.prefix_states = result.states

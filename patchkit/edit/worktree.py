@@ -17,9 +17,14 @@ from patchkit.series.files import load_entries
 
 META = "patchkit-edit.json"
 BRANCH = "patchkit"
-_BASE_ID = {"GIT_AUTHOR_NAME": "patchkit base", "GIT_AUTHOR_EMAIL": "patchkit@localhost",
-            "GIT_AUTHOR_DATE": "946684800 +0000", "GIT_COMMITTER_NAME": "patchkit",
-            "GIT_COMMITTER_EMAIL": "patchkit@localhost", "GIT_COMMITTER_DATE": "946684800 +0000"}  # fmt: skip
+_BASE_ID = {
+    "GIT_AUTHOR_NAME": "patchkit base",
+    "GIT_AUTHOR_EMAIL": "patchkit@localhost",
+    "GIT_AUTHOR_DATE": "946684800 +0000",
+    "GIT_COMMITTER_NAME": "patchkit",
+    "GIT_COMMITTER_EMAIL": "patchkit@localhost",
+    "GIT_COMMITTER_DATE": "946684800 +0000",
+}
 
 
 @dataclass
@@ -50,8 +55,12 @@ class Work:
 
 
 def _save(work: Work) -> None:
-    record = {"series": str(work.series), "base_dir": str(work.base_dir), "base_commit": work.base_commit,
-              "patches": [{"name": n, "commit": c} for n, c in zip(work.names, work.commits)]}  # fmt: skip
+    record = {
+        "series": str(work.series),
+        "base_dir": str(work.base_dir),
+        "base_commit": work.base_commit,
+        "patches": [{"name": n, "commit": c} for n, c in zip(work.names, work.commits)],
+    }
     write_atomic(work.gitdir / META, json.dumps(record, indent=1) + "\n")
 
 
@@ -63,15 +72,23 @@ def load(path: Path) -> Work:
     recover(path)
     try:
         raw = json.loads(meta.read_text("utf-8"))
-        work = Work(path.resolve(), Path(raw["series"]), Path(raw["base_dir"]), raw["base_commit"],
-                    [p["name"] for p in raw["patches"]], [p["commit"] for p in raw["patches"]])  # fmt: skip
+        work = Work(
+            path.resolve(),
+            Path(raw["series"]),
+            Path(raw["base_dir"]),
+            raw["base_commit"],
+            [p["name"] for p in raw["patches"]],
+            [p["commit"] for p in raw["patches"]],
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"the edit record {meta} is unreadable: {exc}") from None
     head = gitops.rev(path, "HEAD")
     last = work.commits[-1] if work.commits else work.base_commit
     if not _ancestor(path, last, head):
-        raise UserError(f"HEAD no longer contains the last patch commit {last[:12]} (history rewritten by hand?); "
-                        f"reset to it (git reset --soft {last[:12]}) and absorb the changes instead")  # fmt: skip
+        raise UserError(
+            f"HEAD no longer contains the last patch commit {last[:12]} (history rewritten by hand?); "
+            f"reset to it (git reset --soft {last[:12]}) and absorb the changes instead"
+        )
     return work
 
 
@@ -92,21 +109,29 @@ def create(series: Path, path: Path, base_dir: Path) -> tuple[Work, bool]:
     gitops.run(path, ["init", "-q", "-b", BRANCH])
     gitops.run(path, ["config", "core.autocrlf", "false"])
     gitdir = str((path / ".git").resolve())
-    gitops.run(base_dir, ["--git-dir", gitdir, "--work-tree", str(base_dir.resolve()), "add", "-A", "-f", "."])
+    gitops.run(
+        base_dir, ["--git-dir", gitdir, "--work-tree", str(base_dir.resolve()), "add", "-A", "-f", "."]
+    )
     gitops.run(path, ["commit", "-q", "--no-verify", "-m", f"base: {base_dir.name}"], env=_BASE_ID)
     gitops.run(path, ["reset", "-q", "--hard", "HEAD"])
     base_commit = gitops.rev(path, "HEAD")
     commits = []
     for entry in entries:
         env = {"GIT_COMMITTER_NAME": "patchkit edit", "GIT_COMMITTER_EMAIL": "patchkit@localhost"}
-        proc = gitops.raw(path, ["am", "-q", "--keep-cr", "--committer-date-is-author-date",
-                                 str(entry.path.resolve())], None, env)  # fmt: skip
+        proc = gitops.raw(
+            path,
+            ["am", "-q", "--keep-cr", "--committer-date-is-author-date", str(entry.path.resolve())],
+            None,
+            env,
+        )
         if proc.returncode != 0:
             gitops.run(path, ["am", "--abort"], check=False)
             why = proc.stderr.decode(errors="replace").strip().splitlines()[:1] or ["?"]
             raise UserError(f"git am refused {entry.name}: {why[0]}")
         commits.append(gitops.rev(path, "HEAD"))
-    work = Work(path.resolve(), series.resolve(), base_dir.resolve(), base_commit, [e.name for e in entries], commits)
+    work = Work(
+        path.resolve(), series.resolve(), base_dir.resolve(), base_commit, [e.name for e in entries], commits
+    )
     _save(work)
     return work, True
 
@@ -117,13 +142,17 @@ def describe(work: Work) -> list[str]:
     on_top = int(gitops.text(work.path, ["rev-list", "--count", f"{last}..{head}"]) or 0)
     changed = gitops.text(work.path, ["diff", "--name-only", last]).splitlines()
     untracked = gitops.text(work.path, ["ls-files", "--others", "--exclude-standard"]).splitlines()
-    lines = [f"work tree {work.path}: base {work.base_commit[:12]} + {len(work.names)} patch commit(s) "
-             f"of {work.series}"]  # fmt: skip
+    lines = [
+        f"work tree {work.path}: base {work.base_commit[:12]} + {len(work.names)} patch commit(s) "
+        f"of {work.series}"
+    ]
     lines += [f"  {c[:12]} {n}" for n, c in zip(work.names, work.commits)]
     if on_top:
         lines.append(f"  {on_top} commit(s) of yours on top (absorb takes them)")
     if changed or untracked:
-        lines.append(f"  uncommitted: {len(changed)} changed, {len(untracked)} untracked file(s) — kept as they are")
+        lines.append(
+            f"  uncommitted: {len(changed)} changed, {len(untracked)} untracked file(s) — kept as they are"
+        )
     else:
         lines.append("  no uncommitted changes")
     return lines
@@ -149,15 +178,22 @@ def _forward(path: Path, record: dict) -> None:
     gitops.run(path, ["update-ref", f"refs/heads/{BRANCH}", record["new_head"]])
     gitops.run(path, ["symbolic-ref", "HEAD", f"refs/heads/{BRANCH}"])
     gitops.run(path, ["reset", "-q", "--hard" if record.get("files") else "--mixed", record["new_head"]])
-    work = Work(path.resolve(), Path(record["series"]), Path(record["base_dir"]), record["base_commit"],
-                record["names"], record["commits"])  # fmt: skip
+    work = Work(
+        path.resolve(),
+        Path(record["series"]),
+        Path(record["base_dir"]),
+        record["base_commit"],
+        record["names"],
+        record["commits"],
+    )
     _save(work)
     txn.discard(Path(record["staged"]))
     txn.end(path / ".git")
 
 
-def land(work: Work, op: str, names: list[str], commits: list[str], edits: list[dict],
-         files: bool = False) -> render.Checks:  # fmt: skip
+def land(
+    work: Work, op: str, names: list[str], commits: list[str], edits: list[dict], files: bool = False
+) -> render.Checks:
     """Write, check, swap in and record a new chain: the one way any edit command changes anything."""
     before = render.prefix_problems(work.series, work.base())
     staged = render.write_staged(work.path, work.series, list(zip(names, commits)), work.base_commit, edits)
@@ -167,10 +203,20 @@ def land(work: Work, op: str, names: list[str], commits: list[str], edits: list[
     except BaseException:
         txn.discard(staged)
         raise
-    record = {"op": op, "series": str(work.series), "staged": str(staged), "new_digest": txn.dir_digest(staged),
-              "old_head": gitops.rev(work.path, "HEAD"), "new_head": head, "base_dir": str(work.base_dir),
-              "base_commit": work.base_commit, "names": names, "commits": commits, "files": files,
-              "pid": os.getpid()}  # fmt: skip
+    record = {
+        "op": op,
+        "series": str(work.series),
+        "staged": str(staged),
+        "new_digest": txn.dir_digest(staged),
+        "old_head": gitops.rev(work.path, "HEAD"),
+        "new_head": head,
+        "base_dir": str(work.base_dir),
+        "base_commit": work.base_commit,
+        "names": names,
+        "commits": commits,
+        "files": files,
+        "pid": os.getpid(),
+    }
     txn.begin(work.gitdir, record)
     txn.commit_swap(work.series, staged)
     _forward(work.path, record)
