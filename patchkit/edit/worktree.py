@@ -46,7 +46,8 @@ class Work:
     def index_of(self, name: str) -> int:
         """A patch named by file name, domain, or number."""
         for i, n in enumerate(self.names):
-            if name in (n, n.removesuffix(".patch"), n.removesuffix(".patch").split("-", 1)[-1], str(i + 1)):
+            stem = n.removesuffix(".patch")
+            if name in (n, stem, stem.split("-", 1)[-1], stem.split("-", 1)[0], str(i + 1)):
                 return i
         raise UserError(f"no patch {name!r} in the series ({', '.join(self.names)})")
 
