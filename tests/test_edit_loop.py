@@ -29,8 +29,17 @@ def commit(repo: Path, who: str, *message: str) -> None:
     name, mail = who.split("|")
     git(repo, "add", "-A")
     args = [a for m in message for a in ("-m", m)]
-    git(repo, "commit", "-q", *args, GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=mail, GIT_COMMITTER_NAME=name,
-        GIT_COMMITTER_EMAIL=mail, GIT_AUTHOR_DATE="1700000000 +0100")  # fmt: skip
+    git(
+        repo,
+        "commit",
+        "-q",
+        *args,
+        GIT_AUTHOR_NAME=name,
+        GIT_AUTHOR_EMAIL=mail,
+        GIT_COMMITTER_NAME=name,
+        GIT_COMMITTER_EMAIL=mail,
+        GIT_AUTHOR_DATE="1700000000 +0100",
+    )
 
 
 def sub(path: Path, old: str, new: str) -> None:
@@ -84,9 +93,11 @@ def blame(work: worktree.Work, path: str, needle: str) -> str:
 def test_edit_makes_one_commit_per_patch_with_the_headers(loop):
     log = git(loop.path, "log", "--format=%an <%ae>|%ad|%s", "--date=raw").splitlines()
     assert log[-1].startswith("patchkit base")
-    assert log[:3] == ["Carl C <carl@x>|1700000000 +0100|gamma: change c and a",
-                       "Bob B <bob@x>|1700000000 +0100|beta: change b",
-                       "Alice A <alice@x>|1700000000 +0100|alpha: change a"]  # fmt: skip
+    assert log[:3] == [
+        "Carl C <carl@x>|1700000000 +0100|gamma: change c and a",
+        "Bob B <bob@x>|1700000000 +0100|beta: change b",
+        "Alice A <alice@x>|1700000000 +0100|alpha: change a",
+    ]
     again, made = worktree.create(loop.series, loop.path, loop.base_dir)  # re-run: described, not redone
     assert not made and again.commits == loop.commits
 
@@ -99,8 +110,12 @@ def test_rerunning_edit_never_overwrites_uncommitted_work(loop):
 
 
 def test_absorb_follows_git_blame_and_leaves_the_commuting_edit(loop):
-    edits = [("pkg/a.py", "return 3 + 100", "return 3 + 101"), ("pkg/b.py", "return 5 + 200", "return 5 + 201"),
-             ("pkg/c.py", "return 7 + 300", "return 7 + 301"), ("pkg/b.py", "return 15\n", "return 15 + 1\n")]  # fmt: skip
+    edits = [
+        ("pkg/a.py", "return 3 + 100", "return 3 + 101"),
+        ("pkg/b.py", "return 5 + 200", "return 5 + 201"),
+        ("pkg/c.py", "return 7 + 300", "return 7 + 301"),
+        ("pkg/b.py", "return 15\n", "return 15 + 1\n"),
+    ]
     witness = [blame(loop, path, old) for path, old, _ in edits]
     assert witness == [*loop.names, "base"]
     for path, old, new in edits:
