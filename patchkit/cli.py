@@ -255,6 +255,7 @@ def audit(
     shard: Annotated[Optional[str], typer.Option(help="I/N: audit patches whose index % N == I-1")] = None,
     lang: Annotated[str, _LANG] = "en",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="ignore and do not fill the cache")] = False,
+    since: Annotated[Optional[Path], typer.Option(help="the last audit's JSON: what changed")] = None,
     prepare_env: Annotated[
         bool, typer.Option("--prepare-env", help="build the cached test venv for the base if needed")
     ] = False,
@@ -266,7 +267,7 @@ def audit(
 
     outputs = command.Outputs(json_out, html, md, junit)
     _run(command.run, series_dir, pin, base, gates, optional_gates, jobs, python, outputs, shard, lang,
-         no_cache, prepare_env, json_out=json_out)  # fmt: skip
+         no_cache, prepare_env, since, json_out=json_out)  # fmt: skip
 
 
 @app.command()

@@ -222,3 +222,31 @@ def test_diff_between_two_revisions(loop, tmp_path):
     ops.drop(loop.path, "0002")
     rows = {r.old or r.new: r.status for r in compare(load_side(str(old)), load_side(str(loop.series)))}
     assert rows == {loop.names[0]: "unchanged", loop.names[1]: "dropped", loop.names[2]: "unchanged"}
+
+
+def test_audit_since_shows_what_changed_per_patch_and_in_the_lead(loop, tmp_path):
+    from typer.testing import CliRunner
+
+    from patchkit.cli import app
+
+    old = tmp_path / "old.json"
+    args = ["audit", str(loop.series), "--base", str(loop.base_dir), "--gates", "apply"]
+    assert CliRunner().invoke(app, [*args, "--json", str(old)]).exit_code == 0
+    sub(loop.path / "pkg" / "b.py", "return 5 + 200", "return 5 + 205")
+    ops.absorb(loop.path)
+    md, html, new = tmp_path / "new.md", tmp_path / "new.html", tmp_path / "new.json"
+    ran = CliRunner().invoke(
+        app, [*args, "--since", str(old), "--md", str(md), "--html", str(html), "--json", str(new)]
+    )
+    assert ran.exit_code == 0, ran.output
+    since = json.loads(new.read_text())["since"]
+    assert {k: v["status"] for k, v in since["patches"].items()} == {
+        loop.names[0]: "unchanged",
+        loop.names[1]: "changed",
+        loop.names[2]: "unchanged",
+    }
+    assert "Since the last audit" in md.read_text() and "unchanged 2, changed 1" in md.read_text()
+    assert "Since the last audit: changed" in html.read_text()
+    zh = tmp_path / "zh.md"
+    CliRunner().invoke(app, [*args, "--since", str(old), "--md", str(zh), "--lang", "zh"])
+    assert "自上次审计" in zh.read_text()
