@@ -250,3 +250,22 @@ def test_audit_since_shows_what_changed_per_patch_and_in_the_lead(loop, tmp_path
     zh = tmp_path / "zh.md"
     CliRunner().invoke(app, [*args, "--since", str(old), "--md", str(zh), "--lang", "zh"])
     assert "自上次审计" in zh.read_text()
+
+
+def test_diff_matches_by_domain_then_by_content():
+    from patchkit.interdiff.compare import Side
+
+    body = ["diff --git a/x b/x", "--- a/x", "+++ b/x", "@@", "-old", "+new", " ctx"]
+    other = ["diff --git a/y b/y", "--- a/y", "+++ b/y", "@@", "+only"]
+    old = [Side("0001-a.patch", "a", "a", body), Side("0002-b.patch", "b", "b", other)]
+    changed_a = Side("0001-a.patch", "a", "a", [*body[:5], "+newer", " ctx"])
+    new = [
+        changed_a,
+        Side("0002-c.patch", "c", "c", other),
+        Side("0003-d.patch", "d", "d", ["diff --git a/z b/z", "+z"]),
+    ]
+    rows = {(r.old, r.new): r.status for r in compare(old, new)}
+    assert rows == {("0001-a.patch", "0001-a.patch"): "changed", ("0002-b.patch", "0002-c.patch"): "renamed",
+                    (None, "0003-d.patch"): "added"}  # fmt: skip
+    changed = next(r for r in compare(old, new) if r.status == "changed")
+    assert "-+new" in changed.interdiff and "++newer" in changed.interdiff
