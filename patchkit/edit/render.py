@@ -29,7 +29,8 @@ from patchkit.series.files import (
     series_record,
 )
 from patchkit.series.model import SplitPatch
-from patchkit.split.prefix import check_series
+from patchkit.split.names import undefined_globals
+from patchkit.split.prefix import check_series, series_states
 from patchkit.split.proof import apply_entries
 
 
@@ -224,7 +225,26 @@ def check(
     new = [f for f in result.failures if f["text"] not in (before or set())]
     if new:
         raise CheckFailed(f"prefix: the state after {new[0]['patch']} breaks: {new[0]['text']}")
+    _undefined_names(base, entries, final)
     return checks
+
+
+def _undefined_names(base: BaseTree, entries: list, final: dict) -> None:
+    """No state reads a name nothing binds (pyflakes' F821, through ``split.names``) that neither
+    the base nor the final state reads unbound: what an edit's order alone would break."""
+    for name, files in series_states(base, entries):
+        for path, data in sorted(files.items()):
+            if not path.endswith(".py") or data is None:
+                continue
+            state = undefined_globals(data) or set()
+            known = (undefined_globals(final.get(path) or b"") or set()) | (
+                undefined_globals(base.read(path) or b"") or set()
+            )
+            missing = sorted(state - known)
+            if missing:
+                raise CheckFailed(
+                    f"prefix: the state after {name} reads {missing[0]!r} in {path}, not defined yet"
+                )
 
 
 def prefix_problems(staged: Path, base: BaseTree) -> set[str]:
