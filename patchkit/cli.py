@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import click
 import typer
 
-from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted, json_stdout, json_target
+from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted, write_error
+from patchkit.commands.editverbs import register as register_edit_verbs
 
 # the choices every command validates alike (click refuses anything else with exit 2, naming them);
 # tests/test_cli_conventions.py checks they are the registry's, the catalogues' and apply's
@@ -81,23 +82,9 @@ def _run(fn, *args, json_out: Path | None = None) -> None:
         print(f"patchkit: error: {exc.line()}", file=sys.stderr)
         # an error about the JSON file itself (e.g. a full disk) keeps its previous version
         if json_out is not None and not any(str(p) in exc.line() for p in (json_out, json_out.resolve())):
-            _write_error(json_out, exc)
+            write_error(json_out, exc)
         raise typer.Exit(exc.exit_code) from None
     raise typer.Exit(code)
-
-
-def _write_error(json_out: Path, exc) -> None:
-    import json
-
-    record = {"ok": False, "error": exc.line(), "exit_code": exc.exit_code}
-    if json_target(json_out) is None:  # --json - that the parser refused: stdout
-        print(json.dumps(record, indent=1), file=json_stdout())
-        return
-    try:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    except OSError as err:
-        print(f"patchkit: error: cannot write {json_out}: {err.strerror}", file=sys.stderr)
 
 
 @app.command()
@@ -268,6 +255,7 @@ def audit(
     shard: Annotated[Optional[str], typer.Option(help="I/N: audit patches whose index % N == I-1")] = None,
     lang: Annotated[str, _LANG] = "en",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="ignore and do not fill the cache")] = False,
+    since: Annotated[Optional[Path], typer.Option(help="the last audit's JSON: what changed")] = None,
     prepare_env: Annotated[
         bool, typer.Option("--prepare-env", help="build the cached test venv for the base if needed")
     ] = False,
@@ -279,7 +267,7 @@ def audit(
 
     outputs = command.Outputs(json_out, html, md, junit)
     _run(command.run, series_dir, pin, base, gates, optional_gates, jobs, python, outputs, shard, lang,
-         no_cache, prepare_env, json_out=json_out)  # fmt: skip
+         no_cache, prepare_env, since, json_out=json_out)  # fmt: skip
 
 
 @app.command()
@@ -370,6 +358,9 @@ def runtime(
     _run(command.run, plugin_dir, pin, since, python, outputs, lang, timeout, json_out=json_out)
 
 
+register_edit_verbs(app, _run)  # edit, absorb, refresh, new, drop, move, diff (commands/editverbs.py)
+
+
 def main() -> None:
     """Run the CLI; a usage error (a bad choice, a missing argument) is written to ``--json F`` too."""
     # typer inspects the signature of every registered command at each start: when the command
@@ -383,7 +374,7 @@ def main() -> None:
     except click.UsageError as exc:
         exc.show()
         if (json_out := _json_option(sys.argv[1:])) is not None:
-            _write_error(json_out, _UsageLine(exc))
+            write_error(json_out, _UsageLine(exc))
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):  # Ctrl-C outside a command's own run
         sys.exit(interrupted())

@@ -167,3 +167,4 @@ class AuditResult(JsonMixin):
     schema: int = SCHEMA_VERSION
     guide: dict[str, Any] = field(default_factory=dict)  # the series' lead paragraph
     stages: list[dict[str, Any]] = field(default_factory=list)  # where this run's time went (timing.Stage)
+    since: dict[str, Any] = field(default_factory=dict)  # ``--since OLD.json``: interdiff/since

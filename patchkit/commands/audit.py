@@ -50,7 +50,8 @@ class Outputs:
 
 def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates: str | None,
         optional_gates: str | None, jobs: int | None, python: str | None, outputs: Outputs,
-        shard: str | None, lang: str, no_cache: bool, prepare_env: bool) -> int:  # fmt: skip
+        shard: str | None, lang: str, no_cache: bool, prepare_env: bool,
+        since: Path | None = None) -> int:  # fmt: skip
     started = time.perf_counter()
     timing.reset()
     config = load_config(pin_file) if pin_file else project_config()
@@ -80,6 +81,10 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
     timing.record("audit.total", time.perf_counter() - started, "all but writing the reports", started)
     result.stages = [s.to_dict() for s in timing.stages()]
+    if since is not None:
+        from patchkit.interdiff.since import changes_since
+
+        result.since = changes_since(since, result)
     written = write_reports(result, outputs.resolved(), lang)
     _print_summary(result, written, time.perf_counter() - started)
     if timing.was_cold(timing.stages()) or verbosity() > 0:
@@ -213,6 +218,13 @@ def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> 
         if pa.verdict != "ready" or any(g.status == "could-not-run" for g in pa.gates):
             for reason in pa.reasons:
                 console.print(f"{pa.patch}: {pa.verdict}: {reason}", markup=False)
+    if result.since:  # audit --since: what changed since the last audited revision
+        from patchkit.report.since import since_lead, since_patch
+
+        console.print(since_lead(result, "en"), markup=False)
+        for pa in result.patches:
+            if since_patch(result, pa.patch, "en"):
+                console.print(f"{pa.patch}: {since_patch(result, pa.patch, 'en')}", markup=False)
     console.print(f"verdict: {result.verdict}; reports: {reports}; {seconds:.1f} s",
                   markup=False)  # fmt: skip
 

@@ -148,3 +148,18 @@ def json_target(path: Path | None) -> Path | None:
 def interrupted() -> int:
     print(INTERRUPTED, file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED
+
+
+def write_error(json_out: Path, exc) -> None:
+    """A failed command's record in ``--json F`` (or on stdout for ``--json -``)."""
+    import json
+
+    record = {"ok": False, "error": exc.line(), "exit_code": exc.exit_code}
+    if json_target(json_out) is None:  # --json - that the parser refused: stdout
+        print(json.dumps(record, indent=1), file=json_stdout())
+        return
+    try:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    except OSError as err:
+        print(f"patchkit: error: cannot write {json_out}: {err.strerror}", file=sys.stderr)

@@ -23,6 +23,7 @@ from patchkit.diff.filediff import parse_diff
 from patchkit.errors import UserError
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 from patchkit.report.pictures import label_grid, series_graph
+from patchkit.report.since import since_lead, since_patch
 from patchkit.report.words import pick, runtime_word, target_counts, witness_lines
 
 _KEYWORDS = "|".join(keyword.kwlist)
@@ -88,6 +89,8 @@ def render_html(result: AuditResult, lang: str) -> str:
             base=_pin_text(result),
             environment=environment_rows(result.environment, t("list.sep", lang), t("ui.none", lang)),
             series_lead=_text((result.guide or {}).get("lead"), lang),
+            since_lead=since_lead(result, lang),
+            since_of=lambda name: since_patch(result, name, lang),
             graph=Markup(series_graph(result, t("ui.graph", lang), _verdict_words(lang))),
             grid=Markup(label_grid(result, t("ui.labels_grid", lang))),
         )

@@ -6,6 +6,7 @@ from collections import Counter
 
 from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.report.i18n import reason_texts, summary_text, t
+from patchkit.report.since import since_lead, since_patch
 from patchkit.report.words import pick, runtime_word, target_counts, witness_lines
 
 LIMIT = 60_000  # GitHub rejects comments over 65,536 characters; keep room for a wrapper
@@ -76,6 +77,8 @@ def _render(
     if isinstance((result.guide or {}).get("lead"), dict):
         lead = _cell(_pick(result.guide["lead"], lang))
         out += [f"**{t('ui.series_lead', lang)}{t('punct.colon', lang).strip()}** {lead}", ""]
+    if since_lead(result, lang):
+        out += [f"> {_cell(since_lead(result, lang))}", ""]
     gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
     out.append(
         "| # | "
@@ -100,11 +103,11 @@ def _render(
     out.append("")
     out += _label_view(result, lang)
     for number, p in enumerate(result.patches[:detailed], 1):
-        out += _patch_section(number, p, lang, evidence)
+        out += _patch_section(number, p, lang, evidence, since_patch(result, p.patch, lang))
     return "\n".join(out) + "\n"
 
 
-def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> list[str]:
+def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool, since: str = "") -> list[str]:
     title = p.title.get(lang) or p.title.get("en") or p.domain
     added = sum(f.get("added", 0) for f in p.files)
     removed = sum(f.get("removed", 0) for f in p.files)
@@ -129,6 +132,8 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool) -> lis
         out.append(f"- {t('ui.depends', lang)}{t('punct.colon', lang)}{depends}")
     out += _upstream_lines(p, lang)
     out += _target_lines(p, lang)
+    if since:
+        out.append(f"- {_cell(since)}")
     if isinstance(p.guide.get("lead"), dict):
         lead = _cell(_pick(p.guide["lead"], lang))
         out += ["", f"> **{t('ui.lead', lang)}{t('punct.colon', lang).strip()}** {lead}"]

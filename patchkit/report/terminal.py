@@ -8,6 +8,7 @@ from rich.text import Text
 
 from patchkit.audit.model import AuditResult
 from patchkit.report.i18n import reason_texts, t
+from patchkit.report.since import since_lead, since_patch
 
 STYLE = {
     "passed": "green",
@@ -60,6 +61,11 @@ def print_summary(result: AuditResult, lang: str, console: Console | None = None
         if p.verdict != "ready":  # what a table cell cannot say: why
             for reason in reason_texts(p, lang):
                 console.print(f"{p.patch}: {reason}", markup=False)
+    if since_lead(result, lang):  # audit --since: what changed since the last audited revision
+        console.print(since_lead(result, lang), markup=False)
+        for p in result.patches:
+            if since_patch(result, p.patch, lang):
+                console.print(f"{p.patch}: {since_patch(result, p.patch, lang)}", markup=False)
 
 
 def short_witness(gate, lang: str) -> str:

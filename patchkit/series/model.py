@@ -51,4 +51,5 @@ class Series(JsonMixin):
     warnings: list[str] = field(default_factory=list)  # e.g. a patch that leaves a file unparsable
     resolutions: list[dict[str, Any]] = field(default_factory=list)  # cross-file moves/reorders/merges
     proof: dict[str, Any] = field(default_factory=dict)  # verify.py's record of the lossless check
+    edits: list[dict[str, Any]] = field(default_factory=list)  # lines that came from the edit loop
     schema: int = SCHEMA_VERSION
