@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from patchkit.apply import journal
+from patchkit.txn import journal
 from patchkit.cli import app
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apply"

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
         "patchkit.timing",
         "patchkit.tmpdir",
         "patchkit.globs",
+        "patchkit.txn",
     ),
     ("patchkit.diff",),
     ("patchkit.base", "patchkit.upstream"),

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from patchkit.apply import journal, paths, sitepackages
-from patchkit.apply.journal import FileChange, sha256
+from patchkit.txn.journal import FileChange, sha256
 from patchkit.apply.target import Target, read_file, safe_path
 from patchkit.apply.target import checkout_target as checkout_target
 from patchkit.apply.target import site_packages_target as site_packages_target

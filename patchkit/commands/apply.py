@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from patchkit import output
-from patchkit.apply import journal
+from patchkit.txn import journal
 from patchkit.apply import plan as apply
-from patchkit.apply.lock import remove_if_idle, target_lock
+from patchkit.txn.lock import remove_if_idle, target_lock
 from patchkit.atomic import write_atomic
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
 
