@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkit.txn.nofollow import ChangedUnderUs, current_state, open_parent
 from patchkit.errors import CheckFailed, UserError
+from patchkit.txn.nofollow import ChangedUnderUs, current_state, open_parent
 
 JOURNAL_NAME = "journal.json"
 TXN_DIR = "txn"
@@ -358,3 +358,15 @@ def _restore(entry: dict, dirfd: int, name: str) -> None:
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
         os.replace(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+
+
+def write_json_durable(path: Path, record: dict) -> None:
+    """``record`` as JSON at ``path``, whole or not at all, file and directory fsynced: what a
+    command's state must be before its first change."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        _write_durable(tmp, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
