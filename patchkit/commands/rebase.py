@@ -30,6 +30,7 @@ from patchkit.rebase.worktree import digest
 from patchkit.series.files import SERIES_FILE, SPLIT_JSON, format_patch, load_entries, series_record
 from patchkit.series.model import SplitPatch
 from patchkit.split.depends import compute_dependencies
+from patchkit.txn.journal import step
 from patchkit.values import Pin
 
 REPORT_JSON = "rebase.json"
@@ -91,6 +92,7 @@ def run(series_dir: Path | None, to_pin: Path | None, to_base: Path | None, from
     job = Job(series_dir.resolve(), out, source, old_pin, new_pin, old_tree, new_tree, report,
               [], json_out, not os.path.lexists(out))  # fmt: skip
     state.begin(out, _state(job, "running"))
+    step("rebase:begun")
     return drive(job, (job.rebaser(), 0), started)
 
 
@@ -144,6 +146,7 @@ def stop(job: Job, rebaser: Rebaser, k: int, results: dict[str, bytes | None]) -
     tree_dir = job.state_dir / "worktree"
     if os.path.lexists(tree_dir):
         os.rename(tree_dir, job.state_dir / "worktree.old")
+    step("rebase:worktree-built")
     os.rename(building, tree_dir)
     shutil.rmtree(job.state_dir / "worktree.old", ignore_errors=True)
     job.report.status, job.report.worktree = "conflict", str(tree_dir)
@@ -154,6 +157,7 @@ def stop(job: Job, rebaser: Rebaser, k: int, results: dict[str, bytes | None]) -
                    conflicts=job.report.patches[-1].conflict_files,
                    rebased=[sp.to_dict() for sp in job.rebased], report=job.report.to_dict())  # fmt: skip
     state.save(job.out, saved)
+    step("rebase:stopped")
     _write_report(job, job.state_dir / REPORT_JSON)
 
 
@@ -226,6 +230,7 @@ def abort_rebase(out: Path) -> int:
         raise UserError("no rebase in progress (no .rebase/state.json)", str(out))
     entries = saved.get("entries", {}) if saved["phase"] in ("publishing", "published") else {}
     kept = publish.restore(out, entries)
+    step("abort:restored")
     state.clear(out, bool(saved.get("out_created")))
     for name in kept:
         output.error(f"{out / name} changed since the rebase wrote it; kept as it is")
@@ -253,7 +258,9 @@ def finish(job: Job, rebaser: Rebaser, started: float) -> int:
     (result / SPLIT_JSON).write_bytes(_json(series_record(series)))
     (result / REPORT_JSON).write_bytes(_json(job.report.to_dict()))
     entries = publish.plan(job.out)
+    step("rebase:planned")
     state.save(job.out, _state(job, "publishing", entries=entries, report=job.report.to_dict()))
+    step("rebase:publishing")
     return _publish(job, entries, started)
 
 
@@ -262,6 +269,7 @@ def _publish(job: Job, entries: dict, started: float) -> int:
     if not publish.published(job.out, entries):
         publish.publish(job.out, entries)
     state.save(job.out, _state(job, "published", entries=entries, report=job.report.to_dict()))
+    step("rebase:published")
     if job.json_out is not None:
         _dump(job.json_out, job.report.to_dict())
     state.clear(job.out, False)

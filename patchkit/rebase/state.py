@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 from patchkit.errors import UserError
-from patchkit.txn.journal import fsync_dir, write_json_durable
+from patchkit.txn.journal import fsync_dir, step, write_json_durable
 
 STATE_DIR = ".rebase"
 STATE_FILE = "state.json"
@@ -109,4 +109,5 @@ def clear(out: Path, out_created: bool) -> None:
         shutil.rmtree(trash, ignore_errors=True)
         os.rename(where, trash)
         fsync_dir(out)
+        step("clear:renamed")
     remove_leftovers(out)

@@ -51,7 +51,8 @@ def sha256(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def _step(name: str) -> None:
+def step(name: str) -> None:
+    """A named point of a writing command: tests raise there (``fault_hook``) or pause to kill -9."""
     if fault_hook is not None:
         fault_hook(name)
     if os.environ.get("PATCHKIT_PAUSE_AT") == name:  # lets a test kill -9 us at an exact step
@@ -119,16 +120,16 @@ def commit(state_dir: Path, changes: list[FileChange], root: Path | None = None)
     except OSError as exc:
         shutil.rmtree(txn, ignore_errors=True)
         raise UserError(f"cannot stage the new files in {txn}: {_reason(exc)}; nothing was changed") from None
-    _step("staged")
+    step("staged")
     record = {"status": "pending", "pid": os.getpid(), "root": str(root) if root else None,
               "files": entries, "created_dirs": created}  # fmt: skip
     try:
         _write_journal(state_dir, record)
-        _step("journal")
+        step("journal")
         for index, entry in enumerate(entries):
             _replace(Path(entry["path"]), entry, root)
-            _step(f"replace:{index + 1}")
-        _step("before-commit")
+            step(f"replace:{index + 1}")
+        step("before-commit")
         _write_journal(state_dir, {**record, "status": "committed"})
     except ChangedUnderUs as exc:
         recover(state_dir)
@@ -137,7 +138,7 @@ def commit(state_dir: Path, changes: list[FileChange], root: Path | None = None)
         where = getattr(exc, "filename", None) or txn
         recover(state_dir)
         raise UserError(f"cannot write {where}: {_reason(exc)}; rolled back, nothing was changed") from None
-    _step("committed")
+    step("committed")
     _finish(state_dir)
 
 
@@ -292,7 +293,7 @@ def recover(state_dir: Path) -> Recovery | None:
     for index, entry in enumerate(record["files"]):
         outcome = _roll_back(entry, root)
         restored += outcome == "restored"
-        _step(f"restore:{index + 1}")
+        step(f"restore:{index + 1}")
         if outcome == "kept":
             kept.append(entry["path"])
     for directory in reversed(record.get("created_dirs", [])):
