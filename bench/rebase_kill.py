@@ -227,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     while sum(profile.counts.values()) < args.kills and rounds < args.kills * 4:
         profile.round(rng)
         rounds += 1
-    figures = {"series": str(args.series), "kills": profile.counts, "kills_total": sum(profile.counts.values()),
+    total = sum(profile.counts.values())
+    figures = {"series": str(args.series), "kills": profile.counts, "kills_total": total,
                "rounds": rounds, "ends": profile.ends, "problems": profile.problems,
                "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
     print(json.dumps(figures), flush=True)

@@ -1,5 +1,6 @@
-"""Child processes (git) in their own process group, ended when patchkit dies (even by kill -9):
-``PR_SET_PDEATHSIG`` on Linux, so a killed rebase's git never keeps writing into a worktree."""
+"""Child processes (git) in their own process group, ended when patchkit dies, even by kill -9:
+``PR_SET_PDEATHSIG`` (Linux) sends them SIGTERM, on which git ends the children it runs and drops
+its lock files; a killed rebase's git never keeps writing into a worktree."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ except OSError:  # pragma: no cover - no libc to load
 
 def _die_with_parent(parent: int) -> None:
     if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl ran
         os._exit(1)
 
