@@ -27,8 +27,8 @@ KINDS = ["stray-byte", "truncated", "empty-object", "empty-file", "directory", "
 def audit(work: Path, cache: Path, name: str) -> tuple[int, str, dict]:
     env = {**os.environ, "PATCHKIT_CACHE": str(cache), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     out = work / f"{name}.json"
-    argv = [sys.executable, "-m", "patchkit", "audit", str(FIXTURES / "series"), "--base", str(FIXTURES / "base"),
-            "--gates", "apply,ruff,dco", "--json", str(out)]  # fmt: skip
+    argv = [sys.executable, "-m", "patchkit", "audit", str(FIXTURES / "series"), "--base",
+            str(FIXTURES / "base"), "--gates", "apply,ruff,dco", "--json", str(out)]  # fmt: skip
     proc = subprocess.run(argv, env=env, capture_output=True, cwd=work, timeout=300)
     said = (proc.stdout + proc.stderr).decode(errors="replace")
     record = json.loads(out.read_text()) if out.is_file() else {}
@@ -42,7 +42,9 @@ def essence(record: dict) -> list:
         gates = [(g["gate"], g["status"], json.dumps(g.get("message"), sort_keys=True),
                   json.dumps([{k: v for k, v in e.items() if k != "duration"} for e in g.get("evidence", [])],
                              sort_keys=True)) for g in patch["gates"]]  # fmt: skip
-        found.append((patch["patch"], patch["verdict"], gates, json.dumps(patch.get("guide"), sort_keys=True)))
+        found.append(
+            (patch["patch"], patch["verdict"], gates, json.dumps(patch.get("guide"), sort_keys=True))
+        )
     return found
 
 
@@ -101,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     code, said, record = audit(work, cache, "clean")
     clean = essence(record)
     assert code == 0 and clean, said
-    figures = {"rounds": 0, "kinds": {}, "tracebacks": 0, "trusted_corrupt": 0, "not_said": 0, "said_twice": 0,
-               "not_rewritten": 0, "problems": []}  # fmt: skip
+    figures = {"rounds": 0, "kinds": {}, "tracebacks": 0, "trusted_corrupt": 0, "not_said": 0,
+               "said_twice": 0, "not_rewritten": 0, "problems": []}  # fmt: skip
     for n in range(args.rounds):
         entries = sorted(p for p in cache.glob("audit-*/*.json") if p.is_file())
         path = rng.choice(entries)
