@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from patchkit import __version__
 from patchkit.atomic import write_atomic
 from patchkit.diff.hunks import diffstat
 from patchkit.diff.model import Commit, Patch
-from patchkit.diff.parse import parse_text, read_text
+from patchkit.diff.parse import parse_text
 from patchkit.errors import UserError
 from patchkit.series.model import Series, SplitPatch
 from patchkit.series.overlays import OVERLAY_DIR, Overlay, load_overlay, write_overlay
@@ -221,12 +224,62 @@ def series_record(series: Series) -> dict:
     return record
 
 
+MAX_SERIES_FILE = 1 << 20  # bytes: a series file of 20,000 long names
+MAX_PATCH_FILE = 256 << 20  # bytes: ten times the largest real vendor patch seen
+MAX_SPLIT_JSON = 256 << 20
+
+
+def read_regular(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of a regular file (a link to one is fine) of at most ``limit`` bytes; a FIFO, a
+    device (a link to /dev/zero), a directory or a larger file is one UserError line, read without
+    blocking and never past the limit."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise UserError(f"cannot read the {what}: {exc.strerror}", str(path)) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"the {what} is not a regular file ({_kind(info.st_mode)})", str(path))
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise UserError(f"cannot read the {what}: {exc.strerror}", str(path)) from None
+    if len(data) > limit:
+        raise UserError(f"the {what} is larger than {limit >> 20} MiB; refused", str(path))
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                       (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def load_json_capped(path: Path, limit: int, what: str) -> object:
+    """JSON of a regular file within ``limit`` bytes; nesting past the interpreter's recursion limit
+    (json's C parser stops there: 100,000 brackets are refused in microseconds) is one line."""
+    data = read_regular(path, limit, what)
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise UserError(f"the {what} nests deeper than {sys.getrecursionlimit()} levels; refused",
+                        str(path)) from None  # fmt: skip
+    except ValueError as exc:
+        raise UserError(f"the {what} is not JSON: {str(exc)[:80]}", str(path)) from None
+
+
 def read_series_lines(series_dir: Path) -> list[tuple[str, str]]:
     """(kind, name) in order, kind "patch" or "overlay"; a name that leaves the series dir is refused."""
     path = series_dir / SERIES_FILE
+    if os.path.lexists(series_dir / ".rebase" / "publish" / "journal.json"):
+        raise UserError("a rebase into this directory was cut short while writing it: run patchkit "
+                        "rebase --continue or --abort with --out here first", str(series_dir))  # fmt: skip
     try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular(path, MAX_SERIES_FILE, "series file").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UserError(f"cannot read the series file: {exc}", str(path)) from exc
     found = []
     for number, raw in enumerate(text.splitlines(), 1):
@@ -241,7 +294,7 @@ def read_series_lines(series_dir: Path) -> list[tuple[str, str]]:
         if name.startswith("/") or ".." in Path(name).parts or "\\" in name:
             raise UserError(f"{kind} name {name!r} leaves the series directory", f"{path}:{number}")
         try:
-            listed = (series_dir / name).is_file()
+            listed = os.path.lexists(series_dir / name)
         except OSError as exc:  # e.g. a name longer than the file system allows
             raise UserError(f"{kind} {name[:80]!r}: {exc.strerror}", f"{path}:{number}") from None
         if not listed:
@@ -290,21 +343,22 @@ def load_entries(series_dir: Path) -> list[SeriesEntry]:
             series_dir.resolve()
         ):
             raise UserError(f"{kind} {name!r} resolves outside the series directory", str(path))
+        text = read_regular(path, MAX_PATCH_FILE, kind).decode("utf-8", errors="surrogateescape")
         if kind == "overlay":
             overlay = load_overlay(path)
             overlay.name = name
-            entries.append(SeriesEntry(name, path, read_text(path), [], overlay))
+            entries.append(SeriesEntry(name, path, text, [], overlay))
             continue
-        text = read_text(path)
         entries.append(SeriesEntry(name, path, text, parse_text(text, str(path))))
     return entries
 
 
 def load_split_json(series_dir: Path) -> Series | None:
     path = series_dir / SPLIT_JSON
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
+    record = load_json_capped(path, MAX_SPLIT_JSON, "split.json")
     try:
-        return Series.from_dict(json.loads(path.read_text("utf-8")))
-    except (ValueError, TypeError, KeyError) as exc:
+        return Series.from_dict(record)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise UserError(f"split.json is not a patchkit series record: {exc}", str(path)) from exc
