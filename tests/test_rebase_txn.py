@@ -228,3 +228,37 @@ def test_short_rebase_kill_profile_restores_or_completes(tmp_path: Path) -> None
     assert main(["--kills", "6", "--work", str(tmp_path / "work"), "--json", str(figures)]) == 0
     result = json.loads(figures.read_text())
     assert result["kills_total"] >= 6 and result["problems"] == []
+
+
+# --------------------------------------------------------------------------- split --out, same mechanism
+
+
+def test_a_split_killed_while_publishing_leaves_the_previous_series_whole(tmp_path: Path) -> None:
+    fixtures = ROOT / "tests" / "fixtures"
+    out = tmp_path / "out"
+
+    def split(replay: str) -> list[str]:
+        return [
+            "split",
+            str(fixtures / "replays" / replay),
+            "--base",
+            str(fixtures / "base"),
+            "--out",
+            str(out),
+        ]
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    assert subprocess.run([sys.executable, "-m", "patchkit", *split("tangled.mbox")], env=env,
+                          capture_output=True).returncode == 0  # fmt: skip
+    previous = snapshot(out)
+    kill_at("replace:1", split("tangled-pkg.mbox"), tmp_path)
+    base = str(fixtures / "base")
+    argv = ["rebase", str(out), "--from-base", base, "--to-base", base, "--out", str(tmp_path / "o2")]
+    reader = subprocess.run(
+        [sys.executable, "-m", "patchkit", *argv], env=env, capture_output=True, text=True
+    )
+    assert reader.returncode == 2 and "cut short" in reader.stderr and "Traceback" not in reader.stderr
+    again = subprocess.run([sys.executable, "-m", "patchkit", *split("tangled.mbox")], env=env,
+                           capture_output=True, text=True)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert snapshot(out) == previous  # rolled back first, then the same series: not a mix

@@ -6,9 +6,11 @@ replacement applied at that place in the series.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import stat
 import sys
 from dataclasses import dataclass
@@ -167,6 +169,56 @@ def drop_stale(out: Path, written: list[Path]) -> None:
         (out / stale).unlink(missing_ok=True)
 
 
+STAGING = ".patchkit-split-new"  # the new series, written and proven here before it reaches --out
+SPLIT_TXN = ".patchkit-split-txn"  # the journal of the one transaction that publishes it
+
+
+def staging_dir(out: Path) -> Path:
+    """An empty ``OUT/.patchkit-split-new/`` (a killed split's leftover removed; a publish it cut
+    short rolled back first)."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if (out / SPLIT_TXN).is_dir():
+            from patchkit.txn.transaction import recover
+
+            recover(out / SPLIT_TXN)
+        shutil.rmtree(out / STAGING, ignore_errors=True)
+        (out / STAGING).mkdir()
+    except OSError as exc:
+        raise UserError(f"cannot create the series directory {out}: {exc.strerror}") from None
+    return out / STAGING
+
+
+def publish_series(out: Path, staging: Path, written: list[Path], split_json: str) -> None:
+    """The staged series into ``out`` in one transaction (``patchkit.txn``): every file written,
+    ``split.json`` and the manifest, and the files the previous split wrote that this one did not
+    removed — old series or new, never a mix; a kill is rolled back by the next split or reader."""
+    from patchkit.txn.transaction import Transaction
+
+    names = sorted({str(p.relative_to(staging)) for p in written} | {SERIES_FILE})
+    now = sorted({*names, SPLIT_JSON})
+    manifest = json.dumps({"written_by": "patchkit split", "files": now}, indent=1) + "\n"
+    try:
+        with Transaction(out / SPLIT_TXN, out) as txn:
+            for name in names:
+                txn.write(out / name, (staging / name).read_bytes())
+            txn.write(out / SPLIT_JSON, split_json.encode("utf-8", errors="surrogateescape"))
+            txn.write(out / MANIFEST, manifest.encode())
+            for stale in sorted(_manifest(out) - set(now)):
+                if os.path.lexists(out / stale) and (out / stale).is_file():
+                    txn.remove(out / stale)
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}; the previous version is kept") from None
+    except UserError as exc:  # the journal rolled back (a full disk): the previous series stands whole
+        raise UserError(str(exc).replace("nothing was changed", "the previous version is kept")) from None
+    finally:
+        if not os.path.lexists(out / SPLIT_TXN / "journal.json"):
+            with contextlib.suppress(OSError):
+                os.rmdir(out / SPLIT_TXN)
+
+
 def _manifest(out: Path) -> set[str]:
     """What the previous split wrote into ``out`` (safe relative names only); empty when unknown."""
     try:
@@ -274,6 +326,9 @@ def load_json_capped(path: Path, limit: int, what: str) -> object:
 def read_series_lines(series_dir: Path) -> list[tuple[str, str]]:
     """(kind, name) in order, kind "patch" or "overlay"; a name that leaves the series dir is refused."""
     path = series_dir / SERIES_FILE
+    if os.path.lexists(series_dir / SPLIT_TXN / "journal.json"):
+        raise UserError("a split into this directory was cut short while writing it: run the split "
+                        "again (its journal rolls back first)", str(series_dir))  # fmt: skip
     if os.path.lexists(series_dir / ".rebase" / "publish" / "journal.json"):
         raise UserError("a rebase into this directory was cut short while writing it: run patchkit "
                         "rebase --continue or --abort with --out here first", str(series_dir))  # fmt: skip
