@@ -224,16 +224,23 @@ def main(argv: list[str] | None = None) -> int:
     profile.setup()
     started = time.monotonic()
     rounds = 0
-    while sum(profile.counts.values()) < args.kills and rounds < args.kills * 4:
-        profile.round(rng)
+    while True:
+        total = sum(profile.counts.values())
+        figures = {"series": str(args.series), "kills": profile.counts, "kills_total": total,
+                   "rounds": rounds, "ends": profile.ends, "problems": profile.problems,
+                   "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+        if args.json:  # after every round: a long run's figures so far are never lost
+            args.json.write_text(json.dumps(figures, indent=1) + "\n")
+        if total >= args.kills or rounds >= args.kills * 4:
+            break
+        try:
+            profile.round(rng)
+        except AssertionError as exc:  # --out could not be brought back: the run stops, said
+            profile.problems.append(f"round {rounds}: {str(exc)[:600]}")
+            rounds = args.kills * 4
+            continue
         rounds += 1
-    total = sum(profile.counts.values())
-    figures = {"series": str(args.series), "kills": profile.counts, "kills_total": total,
-               "rounds": rounds, "ends": profile.ends, "problems": profile.problems,
-               "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
     print(json.dumps(figures), flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=1) + "\n")
     return 1 if profile.problems else 0
 
 
