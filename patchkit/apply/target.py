@@ -68,12 +68,12 @@ def read_file(path: Path) -> tuple[bytes | None, int | None]:
         return None, None
     if not stat.S_ISREG(st.st_mode):
         raise UserError(f"{path}: not a regular file")
-    if st.st_size and not os.access(path, os.R_OK):
-        raise UserError(f"{path}: not readable")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None, None
+    except PermissionError:
+        raise UserError(f"{path}: not readable") from None
     except OSError as exc:
         raise UserError(f"{path}: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:
