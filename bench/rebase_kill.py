@@ -28,9 +28,12 @@ import time
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "rebase"
-STEPS = ["rebase:begun", "rebase:worktree-built", "rebase:stopped", "rebase:planned", "rebase:publishing",
-         "staged", "journal", "replace:1", "replace:2", "before-commit", "committed", "rebase:published",
-         "restore:1", "abort:restored", "clear:renamed"]  # fmt: skip
+STEPS = {  # the named points each command passes (PATCHKIT_PAUSE_AT), where half the kills land
+    "stop": ["rebase:begun", "rebase:worktree-built", "rebase:stopped"],
+    "continue": ["rebase:planned", "rebase:publishing", "staged", "journal", "replace:1", "replace:2",
+                 "before-commit", "committed", "rebase:published", "clear:renamed"],
+    "abort": ["abort:restored", "clear:renamed"],
+}  # fmt: skip
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -76,10 +79,10 @@ class Profile:
                               timeout=600)  # fmt: skip
         return proc.returncode, (proc.stdout + proc.stderr).decode(errors="replace")
 
-    def killed(self, argv: list[str], rng: random.Random, window: float) -> bool:
+    def killed(self, argv: list[str], rng: random.Random, window: float, what: str) -> bool:
         env = _env()
         if rng.random() < 0.5:
-            env.update(PATCHKIT_PAUSE_AT=rng.choice(STEPS), PATCHKIT_PAUSE_FILE=str(self.marker))
+            env.update(PATCHKIT_PAUSE_AT=rng.choice(STEPS[what]), PATCHKIT_PAUSE_FILE=str(self.marker))
         self.marker.unlink(missing_ok=True)
         proc = subprocess.Popen([sys.executable, "-m", "patchkit", *argv], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
@@ -178,20 +181,20 @@ class Profile:
 
     def round(self, rng: random.Random) -> None:
         """Bring the rebase to a random phase, kill the next command in it, then one command."""
-        what = rng.choice(["stop", "stop", "continue", "abort", "second-abort"])
+        what = rng.choices(["stop", "continue", "abort", "second-abort"], weights=[40, 25, 15, 20])[0]
         if what == "stop":
-            hit = self.killed(self.argv(), rng, self.t_stop)
+            hit = self.killed(self.argv(), rng, self.t_stop, "stop")
         else:
             code, said = self.run(self.argv())
             assert code == 1 and self.phase() == "stopped", said
             if what == "continue":
                 self.resolve()
-                hit = self.killed(self.argv("--continue"), rng, self.t_continue)
+                hit = self.killed(self.argv("--continue"), rng, self.t_continue, "continue")
             else:
-                hit = self.killed(self.argv("--abort"), rng, self.t_abort)
+                hit = self.killed(self.argv("--abort"), rng, self.t_abort, "abort")
                 if what == "second-abort" and hit and self.phase() != "none":
                     self.count("abort (first)")
-                    hit = self.killed(self.argv("--abort"), rng, self.t_abort)
+                    hit = self.killed(self.argv("--abort"), rng, self.t_abort, "abort")
         if hit:
             self.count(what)
         final = "continue" if what in ("stop", "continue") and rng.random() < 0.35 else "abort"
