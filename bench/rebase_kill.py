@@ -21,6 +21,7 @@ import os
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,8 @@ def snapshot(root: Path) -> dict[str, str]:
                 found[rel] = "link " + os.readlink(path)
             elif path.is_dir():
                 found[rel] = "dir"
+            elif not stat.S_ISREG(info.st_mode):
+                found[rel] = f"special {oct(info.st_mode)}"  # a FIFO: never opened
             else:
                 found[rel] = f"file {oct(info.st_mode)} {hashlib.sha256(path.read_bytes()).hexdigest()}"
     return found

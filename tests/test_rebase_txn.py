@@ -46,6 +46,7 @@ def users_out(tmp_path: Path) -> Path:
     os.symlink("notes.txt", out / "notes-link")
     os.symlink("mine", out / "mine-link")
     (out / "mine" / "x.txt").write_text("mine\n")
+    os.mkfifo(out / "a-fifo")  # a traceback on main's --abort
     return out
 
 
