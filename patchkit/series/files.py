@@ -293,6 +293,8 @@ def read_regular(path: Path, limit: int, what: str) -> bytes:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise UserError(f"the {what} is not a regular file ({_kind(info.st_mode)})", str(path))
+        if info.st_size > limit:  # said before a byte is read
+            raise UserError(f"the {what} is larger than {limit >> 20} MiB; refused", str(path))
         try:
             data = handle.read(limit + 1)
         except OSError as exc:
