@@ -9,7 +9,9 @@ splits the replay against the base, then runs on two targets: a git-initialised 
 base (checkout) and a directory laid out like an installed package (``vllm/`` + dist-info with
 RECORD; files outside ``vllm/`` are skipped there). Without ``--replay`` it uses the hand-made
 fixture of tests/fixtures/apply (what CI runs, with a few kills). Prints the figures and, with
-``--json``, writes them.
+``--json``, writes them. ``--rebase-kills N`` runs bench/rebase_kill.py's profile too (kill -9 in
+rebase, --continue, --abort and a second --abort; on tests/fixtures/rebase unless given
+``--rebase-series/--rebase-from/--rebase-to``).
 """
 
 from __future__ import annotations
@@ -288,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--work", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--rebase-kills", type=int, default=0, help="kill -9s in rebase (bench/rebase_kill)")
+    parser.add_argument("--rebase-series", type=Path)
+    parser.add_argument("--rebase-from", type=Path)
+    parser.add_argument("--rebase-to", type=Path)
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="patchkit-kp-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -306,6 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
     lost = sum(t.get("races", {}).get("LOST", 0) for t in figures["targets"].values())
+    if args.rebase_kills:
+        from bench import rebase_kill
+
+        extra = [f"--{flag}={value}" for flag, value in (("series", args.rebase_series),
+                 ("from-base", args.rebase_from), ("to-base", args.rebase_to)) if value]  # fmt: skip
+        rk = ["--kills", str(args.rebase_kills), "--work", str(work / "rebase"), "--seed", str(args.seed)]
+        lost += rebase_kill.main([*rk, *extra, "--json", str(work / "rebase.json")])
+        figures["rebase"] = json.loads((work / "rebase.json").read_text())
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=1) + "\n")
     return 1 if lost else 0
 
 

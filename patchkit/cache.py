@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -163,27 +164,79 @@ def remove_entry(kind: str, key: str) -> None:
         shutil.rmtree(store_dir(kind, key), ignore_errors=True)
 
 
+ENVELOPE = "patchkit-cache-entry/1"
+MAX_RESULT_BYTES = 256 * 1024 * 1024
+_told: set[str] = set()
+
+
+def _checksum(kind: str, key: str, obj: Any) -> str:
+    """sha256 of the key an entry was written under and of its content (canonical JSON)."""
+    body = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(f"{kind}\0{key}\0{body}".encode("utf-8", errors="surrogateescape")).hexdigest()
+
+
+def _miss(path: Path, why: str) -> None:
+    """A damaged entry: said once per run (stderr, the progress stream), then recomputed."""
+    if str(path) not in _told:
+        _told.add(str(path))
+        print(f"patchkit: cache entry {path} is damaged ({why}); recomputing it", file=sys.stderr, flush=True)
+
+
 def get_json(kind: str, key: str) -> Any | None:
-    """The cached JSON result ``kind/key``, or None when absent (or unreadable)."""
-    try:
-        return json.loads(json_path(kind, key).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
-def put_json(kind: str, key: str, obj: Any) -> Path:
-    """Store ``obj`` as the JSON result ``kind/key`` atomically; return its path."""
+    """The cached JSON result ``kind/key``, or None when absent. An entry that is not exactly what
+    ``put_json`` wrote under this key (a stray byte, ``{}``, a directory, a hand edit, another
+    key's entry) is a miss, said once: it carries the key and a checksum of its content."""
     path = json_path(kind, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
     try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _miss(path, exc.strerror or "unreadable")
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ValueError("not a regular file")
+            data = handle.read(MAX_RESULT_BYTES + 1)
+        if len(data) > MAX_RESULT_BYTES:
+            raise ValueError("too large")
+        record = json.loads(data)
+        if not isinstance(record, dict) or record.get("format") != ENVELOPE:
+            raise ValueError("not a patchkit cache entry")
+        if record.get("kind") != kind or record.get("key") != key:
+            raise ValueError("written under another key")
+        if record.get("sha256") != _checksum(kind, key, record.get("value")):
+            raise ValueError("its checksum does not match its content")
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+        _miss(path, str(exc)[:80] if isinstance(exc, ValueError) else type(exc).__name__)
+        return None
+    return record["value"]
+
+
+def put_json(kind: str, key: str, obj: Any) -> Path | None:
+    """Store ``obj`` as the JSON result ``kind/key`` atomically, with its key and checksum; return
+    its path. A cache that cannot be written (full, read-only, a directory in the way that cannot
+    be removed) only costs time: said once, None."""
+    path = json_path(kind, key)
+    record = {"format": ENVELOPE, "kind": kind, "key": key, "sha256": _checksum(kind, key, obj), "value": obj}
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)  # a directory where an entry belongs is damage
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(obj, handle, indent=2, sort_keys=True, ensure_ascii=False)
+            json.dump(record, handle, indent=2, sort_keys=True, ensure_ascii=False)
             handle.write("\n")
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp = None
+    except OSError as exc:
+        _miss(path, f"cannot write it: {exc.strerror or exc}")
+        return None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
     return path
 
 

@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 from patchkit.errors import CheckFailed, UserError
+from patchkit.txn.children import child_options
 
 _ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -45,7 +46,7 @@ def run(
     seconds = timeout_for(args)
     try:
         proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=full_env,
-                              timeout=seconds)  # fmt: skip
+                              timeout=seconds, **child_options())  # fmt: skip
     except subprocess.TimeoutExpired:
         where = f" in {cwd}" if cwd else ""
         raise CheckFailed(f"git {args[0]} timed out after {seconds:g} s{where} "

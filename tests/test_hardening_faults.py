@@ -113,7 +113,7 @@ def test_immutable_file_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("reverse", [False, True], ids=["apply", "reverse"])
 def test_write_error_mid_transaction_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str,
                                                 reverse: bool) -> None:  # fmt: skip
-    from patchkit.apply import journal
+    from patchkit.txn import journal
 
     tree, series = make_checkout(tmp_path)
     if reverse:

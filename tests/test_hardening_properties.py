@@ -183,7 +183,7 @@ class _Crash(Exception):
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=states(), data=st.data())
 def test_edits_after_a_crash_survive_recovery(case: list[dict[str, bytes]], data) -> None:
-    from patchkit.apply import journal
+    from patchkit.txn import journal
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
         work = Path(tmp)

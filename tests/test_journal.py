@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from patchkit.apply import journal
 from patchkit.cli import app
+from patchkit.txn import journal
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apply"
 

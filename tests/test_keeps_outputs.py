@@ -109,9 +109,9 @@ def test_item05_full_disk_split_keeps_the_previous_series(fixtures: Path, tmp_pa
     out = tmp_path / "out"
     assert _split(fixtures, [fixtures / "replays/tangled.mbox"], out)[0] == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    args = [
+    args = [  # another replay: an identical series is now not written again at all (nothing changes)
         "split",
-        str(fixtures / "replays/tangled.mbox"),
+        str(fixtures / "replays/tangled-pkg.mbox"),
         "--base",
         str(fixtures / "base"),
         "--out",

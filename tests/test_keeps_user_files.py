@@ -13,7 +13,7 @@ import pytest
 from test_journal import Crash, digest, invoke, make_checkout
 from test_sitepackages import fake_site_packages, record_ok, series_dir
 
-from patchkit.apply import journal
+from patchkit.txn import journal
 
 
 @pytest.fixture(autouse=True)

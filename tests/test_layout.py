@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         "patchkit.globs",
         "patchkit.pipconf",
         "patchkit.versions",
+        "patchkit.txn",
     ),
     ("patchkit.diff",),
     ("patchkit.base", "patchkit.upstream"),

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from patchkit.apply import journal, paths, sitepackages
-from patchkit.apply.journal import FileChange, sha256
+from patchkit.apply import paths, sitepackages
 from patchkit.apply.target import Target, read_file, safe_path
 from patchkit.apply.target import checkout_target as checkout_target
 from patchkit.apply.target import site_packages_target as site_packages_target
@@ -26,6 +25,9 @@ from patchkit.diff.engine import State, apply_files
 from patchkit.diff.hunks import HunkMismatch
 from patchkit.errors import CheckFailed, UserError
 from patchkit.series.overlays import Overlay, base_matches, mismatch
+from patchkit.txn import journal
+from patchkit.txn.journal import FileChange, sha256
+from patchkit.txn.lock import remove_if_idle
 
 if TYPE_CHECKING:  # the patch parser is loaded by whoever reads a series, not by status
     from patchkit.series.files import SeriesEntry
@@ -293,7 +295,8 @@ def _file_records(target: Target, changes: dict) -> dict:
     for rel, (old, new, om, nm) in changes.items():
         records[rel] = {"pre": sha256(old), "post": sha256(new), "pre_mode": om, "post_mode": nm}
         if old is not None:
-            records[rel]["pre_mtime_ns"] = os.lstat(target.root / rel).st_mtime_ns
+            with contextlib.suppress(FileNotFoundError):  # gone meanwhile: the journal's re-check refuses it
+                records[rel]["pre_mtime_ns"] = os.lstat(target.root / rel).st_mtime_ns
     return records
 
 
@@ -351,7 +354,7 @@ def require_writable(target: Target, changes: dict) -> None:
         path = target.root / rel
         try:
             mode = os.lstat(path).st_mode
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             parent = next(p for p in path.parents if p.exists())
             if not os.access(parent, os.W_OK):
                 raise UserError(f"{rel}: directory {parent} is not writable; nothing was changed") from None
@@ -381,3 +384,13 @@ def require_no_journal(target: Target) -> None:
     if journal.pending(target.state_dir) is not None:
         raise CheckFailed(f"an interrupted transaction is pending in {target.state_dir}; "
                           "run 'patchkit apply --recover' (any apply or status recovers it too)")  # fmt: skip
+
+
+def drop_if_unapplied(target: Target) -> None:
+    """After a refused apply where nothing is applied, patchkit's state dir goes: no lock, no kept
+    base bytes, nothing left in the target (an applied series' state is never touched)."""
+    state = target.state_dir
+    if (state / STATE_NAME).exists() or (state / journal.JOURNAL_NAME).exists():
+        return
+    shutil.rmtree(state / BASE_DIR, ignore_errors=True)
+    remove_if_idle(state, keep=(BASE_DIR, journal.TXN_DIR))

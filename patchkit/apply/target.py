@@ -60,12 +60,24 @@ def safe_path(target: Target, rel: str) -> Path:
 
 
 def read_file(path: Path) -> tuple[bytes | None, int | None]:
+    """(bytes, permission bits) of a regular file, (None, None) when absent — also when it vanishes
+    while being read (an editor saving by rename): the caller sees drift, never a crash."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return None, None
     if not stat.S_ISREG(st.st_mode):
         raise UserError(f"{path}: not a regular file")
-    if st.st_size and not os.access(path, os.R_OK):
-        raise UserError(f"{path}: not readable")
-    return path.read_bytes(), stat.S_IMODE(st.st_mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, None
+    except PermissionError:
+        raise UserError(f"{path}: not readable") from None
+    except OSError as exc:
+        raise UserError(f"{path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{path}: not a regular file")
+        return handle.read(), stat.S_IMODE(st.st_mode)

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from patchkit import output
-from patchkit.apply import journal
 from patchkit.apply import plan as apply
-from patchkit.apply.lock import remove_if_idle, target_lock
 from patchkit.atomic import write_atomic
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
+from patchkit.txn import journal
+from patchkit.txn.lock import remove_if_idle, target_lock
 
 TARGETS = ("checkout", "site-packages")
 
@@ -107,17 +107,22 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
     # --check writes nothing, not even the lock file, when nothing was ever applied here
     lock = (contextlib.nullcontext() if check and not target.state_dir.exists()
             else target_lock(target.state_dir, lock_timeout, target.describe()))  # fmt: skip
-    with lock:
-        if check:
-            apply.require_no_journal(target)
-        else:
-            recover_note(target)
-        if recover:
-            report["action"] = "recovered"
-        elif reverse:
-            _reverse(target, series_dir, check, force, report)
-        else:
-            _apply(resolve_series_dir(series_dir), target, check, force, report, strict_index)
+    try:
+        with lock:
+            if check:
+                apply.require_no_journal(target)
+            else:
+                recover_note(target)
+            if recover:
+                report["action"] = "recovered"
+            elif reverse:
+                _reverse(target, series_dir, check, force, report)
+            else:
+                _apply(resolve_series_dir(series_dir), target, check, force, report, strict_index)
+    except (UserError, CheckFailed):
+        if not (check or reverse or recover):
+            apply.drop_if_unapplied(target)  # "nothing was changed" leaves nothing behind either
+        raise
     if reverse and not check:
         remove_if_idle(target.state_dir, keep=(apply.BASE_DIR,))
     if json_out is not None:

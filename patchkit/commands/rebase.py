@@ -1,13 +1,17 @@
 """``patchkit rebase``: carry a series to a new base; stop on conflicts like ``git rebase``.
 
-On a conflict, ``OUT/.rebase`` holds ``state.json``, a backup of OUT as it was, the report so
-far and ``worktree`` (a git repo of the new base + rebased patches before the stop, with the
-stopped patch's merge result and conflict markers left uncommitted).
+``OUT/.rebase/state.json`` exists from the start (``rebase/state``); nothing else of ``--out`` is
+touched until the finished series is published in one transaction (``rebase/publish``), so
+``--abort`` only removes what the rebase wrote. On a conflict ``.rebase/`` holds the report so far
+and ``worktree`` (a git repo of the new base + rebased patches before the stop, with the stopped
+patch's merge result and conflict markers left uncommitted); ``--continue`` takes it as
+``rebase/worktree`` says.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -17,15 +21,18 @@ from patchkit import git, output
 from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import diffstat, render_diff
-from patchkit.errors import EXIT_FAILED, EXIT_OK, CheckFailed, UserError
-from patchkit.rebase.merge import Rebaser, SourceSeries, load_source, marker_lines, rebased_series
+from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.rebase import publish, state, worktree
+from patchkit.rebase.merge import Rebaser, SourceSeries, load_source, rebased_series
 from patchkit.rebase.outcome import PatchOutcome, RebaseReport, describe_pin, print_summary
+from patchkit.rebase.state import STATE_DIR
+from patchkit.rebase.worktree import digest
 from patchkit.series.files import SERIES_FILE, SPLIT_JSON, format_patch, load_entries, series_record
 from patchkit.series.model import SplitPatch
 from patchkit.split.depends import compute_dependencies
+from patchkit.txn.journal import step
 from patchkit.values import Pin
 
-STATE_DIR = ".rebase"
 REPORT_JSON = "rebase.json"
 
 
@@ -43,7 +50,7 @@ class Job:
     report: RebaseReport
     rebased: list[SplitPatch]
     json_out: Path | None
-    out_existed: bool
+    out_created: bool
 
     @property
     def state_dir(self) -> Path:
@@ -56,27 +63,40 @@ class Job:
 
 def run(series_dir: Path | None, to_pin: Path | None, to_base: Path | None, from_pin: Path | None,
         from_base: Path | None, out: Path, cont: bool, abort: bool,
-        json_out: Path | None) -> int:  # fmt: skip
+        json_out: Path | None, accept_delete: bool = False) -> int:  # fmt: skip
     started = time.perf_counter()
     if cont and abort:
         raise UserError("give --continue or --abort, not both")
+    out = Path(os.path.abspath(out))
     if abort:
         return abort_rebase(out)
     if cont:
-        job, k = load_state(out, json_out)
-        return drive(job, resume(job, k), started)
-    if (out / STATE_DIR).exists():
+        return continue_rebase(out, json_out, accept_delete, started)
+    if state.load(out) is not None:
         raise UserError("a rebase is in progress here: run with --continue or --abort", str(out / STATE_DIR))
+    state.remove_leftovers(out)
     series_dir = series_dir or _default_series_dir()
+    if os.path.lexists(out) and not out.is_dir():
+        raise UserError("--out is not a directory", str(out))
+    if out.is_dir() and out.resolve() == series_dir.resolve():
+        raise UserError("--out is the series directory itself: the series would be rewritten file by file "
+                        "while it is read; give a new directory", str(out))  # fmt: skip
     source = load_source(series_dir)
     if to_pin is None and to_base is None:
         raise UserError("no new base: pass --to PIN or --to-base DIR")
     new_tree, new_pin = _tree(to_base, to_pin, "--to")
     old_tree, old_pin = _old_tree(source, from_base, from_pin, series_dir)
+    if out.is_dir():
+        publish.refuse_foreign(out, [sp.filename for sp in source.patches] + list(OWN_FILES))
     report = RebaseReport(str(series_dir), str(out), old_pin, new_pin)
-    job = Job(series_dir.resolve(), out.resolve(), source, old_pin, new_pin, old_tree, new_tree, report,
-              [], json_out, out.exists())  # fmt: skip
+    job = Job(series_dir.resolve(), out, source, old_pin, new_pin, old_tree, new_tree, report,
+              [], json_out, not os.path.lexists(out))  # fmt: skip
+    state.begin(out, _state(job, "running"))
+    step("rebase:begun")
     return drive(job, (job.rebaser(), 0), started)
+
+
+OWN_FILES = (SERIES_FILE, SPLIT_JSON, REPORT_JSON)
 
 
 def drive(job: Job, resumed: tuple[Rebaser, int], started: float) -> int:
@@ -106,71 +126,82 @@ def _record(job: Job, outcome: PatchOutcome, rebased: SplitPatch | None) -> None
 # --------------------------------------------------------------------------- stop / continue / abort
 
 
+def _state(job: Job, phase: str, **extra) -> dict:
+    return {"version": state.STATE_VERSION, "phase": phase, "series_dir": str(job.series_dir),
+            "out_created": job.out_created,
+            "old": {"pin": job.old_pin.to_dict(), "root": str(job.old_tree.root)},
+            "new": {"pin": job.new_pin.to_dict(), "root": str(job.new_tree.root)},
+            "json_out": str(job.json_out) if job.json_out else None, **extra}  # fmt: skip
+
+
 def stop(job: Job, rebaser: Rebaser, k: int, results: dict[str, bytes | None]) -> None:
-    """Leave patch k's merge (with markers) in a worktree and write the state to resume from."""
-    state_dir = job.state_dir
-    if not state_dir.exists():
-        before = list(job.out.iterdir()) if job.out_existed else []
-        backup = state_dir / "backup"
-        backup.mkdir(parents=True)
-        for entry in before:
-            copy = shutil.copytree if entry.is_dir() and not entry.is_symlink() else shutil.copy2
-            copy(entry, backup / entry.name)
-    worktree = state_dir / "worktree"
-    if worktree.exists():
-        shutil.rmtree(worktree)
-    shutil.copytree(job.new_tree.root, worktree, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-    _write_files(worktree, rebaser.new.files)
-    git.init_with_commit(worktree, f"new base + rebased patches 1..{k}")
-    _write_files(worktree, results)
-    job.report.status, job.report.worktree = "conflict", str(worktree)
+    """Leave patch k's merge (with markers) in a worktree, then write the state to resume from:
+    the worktree is built under another name and renamed in, the state saved after it."""
+    building = job.state_dir / "worktree.new"
+    shutil.rmtree(building, ignore_errors=True)
+    shutil.copytree(job.new_tree.root, building, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    _write_files(building, rebaser.new.files)
+    git.init_with_commit(building, f"new base + rebased patches 1..{k}")
+    _write_files(building, results)
+    tree_dir = job.state_dir / "worktree"
+    if os.path.lexists(tree_dir):
+        os.rename(tree_dir, job.state_dir / "worktree.old")
+    step("rebase:worktree-built")
+    os.rename(building, tree_dir)
+    shutil.rmtree(job.state_dir / "worktree.old", ignore_errors=True)
+    job.report.status, job.report.worktree = "conflict", str(tree_dir)
     job.report.pending = [sp.filename for sp in job.source.patches[k + 1 :]]
     job.report.tally()
-    state = {
-        "version": 1,
-        "series_dir": str(job.series_dir),
-        "out_existed": job.out_existed,
-        "old": {"pin": job.old_pin.to_dict(), "root": str(job.old_tree.root)},
-        "new": {"pin": job.new_pin.to_dict(), "root": str(job.new_tree.root)},
-        "current": k,
-        "files": list(results),
-        "conflicts": job.report.patches[-1].conflict_files,
-        "rebased": [sp.to_dict() for sp in job.rebased],
-        "report": job.report.to_dict(),
-    }
-    _dump(state_dir / "state.json", state)
-    _write_report(job, state_dir / REPORT_JSON)
+    written = {rel: digest(data) for rel, data in results.items()}
+    saved = _state(job, "stopped", current=k, files=list(results), written=written,
+                   conflicts=job.report.patches[-1].conflict_files,
+                   rebased=[sp.to_dict() for sp in job.rebased], report=job.report.to_dict())  # fmt: skip
+    state.save(job.out, saved)
+    step("rebase:stopped")
+    _write_report(job, job.state_dir / REPORT_JSON)
 
 
-def load_state(out: Path, json_out: Path | None) -> tuple[Job, int]:
-    path = out / STATE_DIR / "state.json"
-    if not path.is_file():
+def _job(out: Path, saved: dict, json_out: Path | None) -> Job:
+    try:
+        series_dir = Path(saved["series_dir"])
+        json_out = json_out or (Path(saved["json_out"]) if saved.get("json_out") else None)
+        report = (RebaseReport.from_dict(saved["report"]) if "report" in saved else
+                  RebaseReport(str(series_dir), str(out), Pin.from_dict(saved["old"]["pin"]),
+                               Pin.from_dict(saved["new"]["pin"])))  # fmt: skip
+        return Job(series_dir, out, load_source(series_dir), Pin.from_dict(saved["old"]["pin"]),
+                   Pin.from_dict(saved["new"]["pin"]), BaseTree(Path(saved["old"]["root"])),
+                   BaseTree(Path(saved["new"]["root"])), report,
+                   [SplitPatch.from_dict(d) for d in saved.get("rebased", [])], json_out,
+                   bool(saved["out_created"]))  # fmt: skip
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"the rebase state is unreadable ({exc!r:.80}); run patchkit rebase --abort",
+                        str(out / STATE_DIR / state.STATE_FILE)) from None  # fmt: skip
+
+
+def continue_rebase(out: Path, json_out: Path | None, accept_delete: bool, started: float) -> int:
+    saved = state.load(out)
+    if saved is None:
+        state.remove_leftovers(out)
         raise UserError("no rebase in progress (no .rebase/state.json)", str(out))
-    state = json.loads(path.read_text("utf-8"))
-    series_dir = Path(state["series_dir"])
-    job = Job(series_dir, out.resolve(), load_source(series_dir), Pin.from_dict(state["old"]["pin"]),
-              Pin.from_dict(state["new"]["pin"]), BaseTree(Path(state["old"]["root"])),
-              BaseTree(Path(state["new"]["root"])), RebaseReport.from_dict(state["report"]),
-              [SplitPatch.from_dict(d) for d in state["rebased"]], json_out,
-              state["out_existed"])  # fmt: skip
-    return job, state["current"]
+    job = _job(out, saved, json_out)
+    phase = saved["phase"]
+    if phase in ("publishing", "published"):
+        return _publish(job, saved.get("entries", {}), started)
+    if phase == "running":  # killed before it stopped or finished: start again (nothing was written)
+        publish.recover(out)
+        job.report.patches, job.rebased = [], []
+        return drive(job, (job.rebaser(), 0), started)
+    if phase != "stopped":
+        raise UserError(f"the rebase state is unreadable (phase {phase!r}); run patchkit rebase --abort",
+                        str(out / STATE_DIR))  # fmt: skip
+    return drive(job, resume(job, saved, accept_delete), started)
 
 
-def resume(job: Job, k: int) -> tuple[Rebaser, int]:
-    """Take patch k's files from the worktree (refusing leftover markers) and go on with k+1."""
-    state = json.loads((job.state_dir / "state.json").read_text("utf-8"))
-    worktree = job.state_dir / "worktree"
-    results: dict[str, bytes | None] = {}
-    for rel in state["files"]:
-        full = worktree / rel
-        results[rel] = full.read_bytes() if full.is_file() else None
-    for rel in state["conflicts"]:
-        left = marker_lines(results[rel])
-        if left:
-            raise CheckFailed(
-                f"conflict markers remain ({len(left)} line(s)); resolve them, then --continue",
-                f"{worktree / rel}:{left[0]}",
-            )
+def resume(job: Job, saved: dict, accept_delete: bool) -> tuple[Rebaser, int]:
+    """Take patch k's files from the worktree (see ``rebase/worktree``) and go on with k+1."""
+    k = saved["current"]
+    results = worktree.take(job.state_dir / "worktree", saved["files"], saved.get("written", {}),
+                            saved["conflicts"], accept_delete)  # fmt: skip
     rebaser = job.rebaser()
     rebaser.replay(k, job.rebased)
     rebaser.step(k)  # advances the old state past patch k; its merge is replaced by the resolution
@@ -184,20 +215,25 @@ def resume(job: Job, k: int) -> tuple[Rebaser, int]:
 
 
 def abort_rebase(out: Path) -> int:
-    state_dir = out / STATE_DIR
-    path = state_dir / "state.json"
-    if not path.is_file():
+    """Undo everything the rebase wrote, nothing else; a killed abort is finished by the next."""
+    try:
+        saved = state.load(out)
+    except UserError:  # unreadable: the journal still rolls back a publish that was cut short
+        publish.recover(out)
+        state.clear(out, False)
+        output.info(f"rebase state was unreadable; removed {out / STATE_DIR}, the other files of {out} kept")
+        return EXIT_OK
+    if saved is None:
+        if state.remove_leftovers(out):
+            output.info(f"removed what a killed rebase left in {out}")
+            return EXIT_OK
         raise UserError("no rebase in progress (no .rebase/state.json)", str(out))
-    existed = json.loads(path.read_text("utf-8"))["out_existed"]
-    if not existed:
-        shutil.rmtree(out)
-    else:
-        for entry in out.iterdir():
-            if entry.name != STATE_DIR:
-                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-        for entry in (state_dir / "backup").iterdir():
-            shutil.move(str(entry), str(out / entry.name))
-        shutil.rmtree(state_dir)
+    entries = saved.get("entries", {}) if saved["phase"] in ("publishing", "published") else {}
+    kept = publish.restore(out, entries)
+    step("abort:restored")
+    state.clear(out, bool(saved.get("out_created")))
+    for name in kept:
+        output.error(f"{out / name} changed since the rebase wrote it; kept as it is")
     output.info(f"rebase aborted; {out} restored as it was before")
     return EXIT_OK
 
@@ -213,45 +249,54 @@ def finish(job: Job, rebaser: Rebaser, started: float) -> int:
             outcome.new_patch = next(kept).filename
     compute_dependencies(job.new_tree, series.patches)
     rebased_from = f"Patchkit-Rebased-From: {describe_pin(job.old_pin)}"
-    write_rebased(job.out, series, rebased_from, job.source.foreign)
-    job.report.proof = check(job.new_tree, job.out, rebaser.new.files)
+    files = render_rebased(series, rebased_from, job.source.foreign)
+    result = publish.stage(job.out, files)
+    job.report.proof = check(job.new_tree, result, rebaser.new.files)
     series.proof = job.report.proof
-    _dump(job.out / SPLIT_JSON, series_record(series))
-    job.report.status, job.report.worktree = "done", None
+    job.report.status, job.report.worktree, job.report.pending = "done", None, []
     job.report.tally()
-    _write_report(job, job.out / REPORT_JSON)
-    if job.state_dir.exists():
-        shutil.rmtree(job.state_dir)
+    (result / SPLIT_JSON).write_bytes(_json(series_record(series)))
+    (result / REPORT_JSON).write_bytes(_json(job.report.to_dict()))
+    entries = publish.plan(job.out)
+    step("rebase:planned")
+    state.save(job.out, _state(job, "publishing", entries=entries, report=job.report.to_dict()))
+    step("rebase:publishing")
+    return _publish(job, entries, started)
+
+
+def _publish(job: Job, entries: dict, started: float) -> int:
+    """The staged result into --out in one transaction, then the state removed."""
+    if not publish.published(job.out, entries):
+        publish.publish(job.out, entries)
+    state.save(job.out, _state(job, "published", entries=entries, report=job.report.to_dict()))
+    step("rebase:published")
+    if job.json_out is not None:
+        _dump(job.json_out, job.report.to_dict())
+    state.clear(job.out, False)
     print_summary(job.report, time.perf_counter() - started)
     for problem in job.report.proof.get("differences", []):
         output.error(f"check: {problem}")
     return EXIT_OK if job.report.proof.get("ok") else EXIT_FAILED
 
 
-def write_rebased(out: Path, series, trailer: str, foreign: dict[str, str] | None = None) -> None:
-    """Patches in format-patch form (authorship and trailers kept, the rebase trailer added); a
-    patch patchkit did not write keeps its name and its own header and message, only its diff
-    (and diffstat) change."""
+def render_rebased(series, trailer: str, foreign: dict[str, str] | None = None) -> dict[str, bytes]:
+    """Patches in format-patch form (authorship and trailers kept, the rebase trailer added) and the
+    ``series`` file, by name; a patch patchkit did not write keeps its name and its own header and
+    message, only its diff (and diffstat) change."""
     import hashlib
 
-    out.mkdir(parents=True, exist_ok=True)
-    names = {sp.filename for sp in series.patches}
-    for stale in out.glob("[0-9][0-9][0-9][0-9]-*.patch"):
-        if stale.name not in names:
-            stale.unlink()
+    files: dict[str, bytes] = {}
     for sp in series.patches:
-        path = out / sp.filename
         if sp.filename in (foreign or {}):
             data = keep_header(foreign[sp.filename], sp.files).encode("utf-8", errors="surrogateescape")
-            write_atomic(path, data)
-            sp.sha256 = hashlib.sha256(data).hexdigest()
-            continue
-        text = format_patch(sp, len(series.patches), render_diff(sp.files), series.commits)
-        head, sep, tail = text.partition("\n---\n")
-        data = f"{head}\n{trailer}{sep}{tail}".encode("utf-8", errors="surrogateescape")
-        write_atomic(path, data)
+        else:
+            text = format_patch(sp, len(series.patches), render_diff(sp.files), series.commits)
+            head, sep, tail = text.partition("\n---\n")
+            data = f"{head}\n{trailer}{sep}{tail}".encode("utf-8", errors="surrogateescape")
+        files[sp.filename] = data
         sp.sha256 = hashlib.sha256(data).hexdigest()
-    write_atomic(out / SERIES_FILE, "".join(f"{sp.filename}\n" for sp in series.patches))
+    files[SERIES_FILE] = "".join(f"{sp.filename}\n" for sp in series.patches).encode()
+    return files
 
 
 def keep_header(original: str, files) -> str:
@@ -301,8 +346,12 @@ def _write_report(job: Job, path: Path) -> None:
         _dump(job.json_out, job.report.to_dict())
 
 
+def _json(record: dict) -> bytes:
+    return (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode()
+
+
 def _dump(path: Path, record: dict) -> None:
-    write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(path, _json(record))
 
 
 def _tree(base: Path | None, pin_file: Path | None, flag: str) -> tuple[BaseTree, Pin]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -12,11 +13,12 @@ from patchkit.diff.mail import parse_address
 from patchkit.diff.parse import parse_files
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
 from patchkit.series.files import (
-    SPLIT_JSON,
-    drop_stale,
+    STAGING,
     load_entries,
+    publish_series,
     record_json,
     series_record,
+    staging_dir,
     write_series,
 )
 from patchkit.split.depends import compute_dependencies
@@ -75,23 +77,29 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
     try:  # the step check runs beside dependencies, writing and the proof
         compute_dependencies(tree, result.series.patches, result.overlays)
         supplied = supplied_author(author) if any(c is None for c in replay.commits) else None
-        written = write_series(out, result.series, result.texts, result.overlays, record=False,
+        staging = staging_dir(out)  # written and proven here; --out changes only in publish_series
+        written = write_series(staging, result.series, result.texts, result.overlays, record=False,
                                supplied=supplied)  # split.json below  # fmt: skip
-        entries = load_entries(out)
+        entries = load_entries(staging)
         if all(entry.overlay is None for entry in entries):
             pending.start_series([entry.path for entry in entries])  # git works beside the proof
         proof = prove(tree, entries, result.states)
         final = {path: state.post for path, state in result.states.items()}
         prefixes = check_series(tree, entries, final)  # every state base + patches[1..k]
         witnessed = _witness(pending, entries, result.states)
+    except BaseException:
+        shutil.rmtree(out / STAGING, ignore_errors=True)
+        raise
     finally:
         pending.cancel()
         result.finish()
     witness, prefix_record = witnessed.to_dict(), prefixes.to_dict()
     result.series.proof = {**proof.to_dict(), "git_witness": witness, "prefixes": prefix_record}
     record = record_json(series_record(result.series))
-    write_atomic(out / SPLIT_JSON, record)
-    drop_stale(out, written)
+    try:
+        publish_series(out, staging, written, record)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     if json_out is not None:
         write_atomic(json_out, record)
     output.split_summary(result.series, replay, out, time.perf_counter() - started, explain)

@@ -9,10 +9,10 @@ from pathlib import Path
 from patchkit import output
 from patchkit.apply import plan as apply
 from patchkit.apply import sitepackages
-from patchkit.apply.lock import target_lock
 from patchkit.atomic import write_atomic
 from patchkit.commands.apply import recover_note, resolve_target
 from patchkit.errors import EXIT_FAILED, EXIT_OK
+from patchkit.txn.lock import target_lock
 
 
 def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from patchkit.audit.model import AuditResult, PatchAudit
@@ -24,15 +25,21 @@ def render_markdown(result: AuditResult, lang: str, limit: int = LIMIT) -> str:
     detailed = len(result.patches)
     while len(text) > limit and detailed > 0:
         detailed -= 1
-        dropped = cut + [t("ui.md.cut.patches", lang, count=len(result.patches) - detailed)]
+        dropped = cut + [_t("ui.md.cut.patches", lang, count=len(result.patches) - detailed)]
         text = _render(result, lang, evidence=False, detailed=detailed, cut=dropped)
     return text if len(text) <= limit else text[: limit - 20] + "\n\n…\n"
 
 
 def _cell(value: object) -> str:
-    """Text safe inside a Markdown table cell (no pipes, no line breaks, no HTML)."""
-    text = str(value).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    """Text safe inside a Markdown table cell (no pipes, no line breaks, no HTML); the one escaping
+    every field of the record goes through (idempotent: a value escaped twice reads the same)."""
+    text = re.sub(r"(?<!\\)\|", r"\\|", str(value).replace("\r", " ").replace("\n", " "))
     return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _t(key: str, lang: str, **fields: object) -> str:
+    """``t`` with every field of the record escaped (a catalogue's own text is ours)."""
+    return t(key, lang, **{k: v if isinstance(v, (int, float)) else _cell(v) for k, v in fields.items()})
 
 
 def _word(key: str, value: str, lang: str) -> str:
@@ -71,9 +78,9 @@ def _render(
         "",
     ]
     if runtime:
-        out += [t("ui.runtime.counts", lang, counts=_cell(target_counts(result, lang))), ""]
+        out += [_t("ui.runtime.counts", lang, counts=_cell(target_counts(result, lang))), ""]
     if cut:
-        out += [f"> {t('ui.md.cut', lang, what=t('list.sep', lang).join(cut))}", ""]
+        out += [f"> {_t('ui.md.cut', lang, what=t('list.sep', lang).join(cut))}", ""]
     if isinstance((result.guide or {}).get("lead"), dict):
         lead = _cell(_pick(result.guide["lead"], lang))
         out += [f"**{t('ui.series_lead', lang)}{t('punct.colon', lang).strip()}** {lead}", ""]
@@ -111,7 +118,7 @@ def _patch_section(number: int, p: PatchAudit, lang: str, evidence: bool, since:
     title = p.title.get(lang) or p.title.get("en") or p.domain
     added = sum(f.get("added", 0) for f in p.files)
     removed = sum(f.get("removed", 0) for f in p.files)
-    size = t("ui.runtime.target_count", lang, count=len(p.targets)) if p.targets else f"+{added}/-{removed}"
+    size = _t("ui.runtime.target_count", lang, count=len(p.targets)) if p.targets else f"+{added}/-{removed}"
     out = [
         "<details>",
         f"<summary>{number}. {_cell(p.patch)} — {_cell(title)} — {_word('ui.verdict', p.verdict, lang)}"
@@ -203,14 +210,15 @@ def _upstream_lines(p: PatchAudit, lang: str) -> list[str]:
     colon, sep = t("punct.colon", lang), t("list.sep", lang)
     out = []
     if p.reviewers:
-        lines = [t("ui.reviewers.line", lang, line=o["line"]) for o in p.owner_lines[:3] if "line" in o]
+        lines = [_t("ui.reviewers.line", lang, line=o["line"]) for o in p.owner_lines[:3] if "line" in o]
         shown = f" ({sep.join(lines)})" if lines else ""
         out.append(f"- {t('ui.reviewers', lang)}{colon}{sep.join(_cell(r) for r in p.reviewers[:12])}{shown}")
     for test in p.focused_tests:
-        step = test.steps[0]
-        where = t("ui.focused.runs-on", lang, device=test.accelerator) if test.accelerator else ""
-        out.append(
-            f"- {t('ui.focused', lang)}{colon}`{_cell(test.path)}` ← {_cell(step.label)} "
-            f"(`{_cell(step.file)}`, {_cell(step.device)}){' — ' + where if where else ''}"
-        )
+        where = _t("ui.focused.runs-on", lang, device=test.accelerator) if test.accelerator else ""
+        came = ""
+        if test.steps:  # a record without steps is refused by report/validate; never an IndexError here
+            step = test.steps[0]
+            came = f" ← {_cell(step.label)} (`{_cell(step.file)}`, {_cell(step.device)})"
+        tail = f" — {where}" if where else ""
+        out.append(f"- {t('ui.focused', lang)}{colon}`{_cell(test.path)}`{came}{tail}")
     return out

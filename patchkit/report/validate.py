@@ -25,7 +25,18 @@ def problems(result: AuditResult) -> list[str]:
         _guide(pa.guide, f"{at}.guide", found)
         for k, gate in enumerate(pa.gates):
             _details(gate.details, f"{at}.gates[{k}].details", found)
+        for k, test in enumerate(pa.focused_tests):
+            _nonempty(test.steps, f"{at}.focused_tests[{k}].steps", "the CI step it comes from", found)
+        for k, target in enumerate(pa.targets):
+            if target.lines is not None:
+                _is(target.lines, list, f"{at}.targets[{k}].lines", found)
     return found
+
+
+def _nonempty(value: Any, at: str, what: str, found: list[str]) -> None:
+    """A list every renderer reads the first item of: empty is a problem, never an IndexError."""
+    if _is(value, list, at, found) and not value:
+        found.append(f"{at}: expected at least one item ({what})")
 
 
 def _guide(guide: Any, at: str, found: list[str]) -> None:

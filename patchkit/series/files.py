@@ -6,8 +6,11 @@ replacement applied at that place in the series.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,10 +18,17 @@ from patchkit import __version__
 from patchkit.atomic import write_atomic
 from patchkit.diff.hunks import diffstat
 from patchkit.diff.model import Commit, Patch
-from patchkit.diff.parse import parse_text, read_text
+from patchkit.diff.parse import parse_text
 from patchkit.errors import UserError
 from patchkit.series.model import Series, SplitPatch
 from patchkit.series.overlays import OVERLAY_DIR, Overlay, load_overlay, write_overlay
+from patchkit.series.reading import (
+    MAX_PATCH_FILE,
+    MAX_SERIES_FILE,
+    MAX_SPLIT_JSON,
+    load_json_capped,
+    read_regular,
+)
 
 SERIES_FILE = "series"
 SPLIT_JSON = "split.json"
@@ -164,6 +174,56 @@ def drop_stale(out: Path, written: list[Path]) -> None:
         (out / stale).unlink(missing_ok=True)
 
 
+STAGING = ".patchkit-split-new"  # the new series, written and proven here before it reaches --out
+SPLIT_TXN = ".patchkit-split-txn"  # the journal of the one transaction that publishes it
+
+
+def staging_dir(out: Path) -> Path:
+    """An empty ``OUT/.patchkit-split-new/`` (a killed split's leftover removed; a publish it cut
+    short rolled back first)."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if (out / SPLIT_TXN).is_dir():
+            from patchkit.txn.transaction import recover
+
+            recover(out / SPLIT_TXN)
+        shutil.rmtree(out / STAGING, ignore_errors=True)
+        (out / STAGING).mkdir()
+    except OSError as exc:
+        raise UserError(f"cannot create the series directory {out}: {exc.strerror}") from None
+    return out / STAGING
+
+
+def publish_series(out: Path, staging: Path, written: list[Path], split_json: str) -> None:
+    """The staged series into ``out`` in one transaction (``patchkit.txn``): every file written,
+    ``split.json`` and the manifest, and the files the previous split wrote that this one did not
+    removed — old series or new, never a mix; a kill is rolled back by the next split or reader."""
+    from patchkit.txn.transaction import Transaction
+
+    names = sorted({str(p.relative_to(staging)) for p in written} | {SERIES_FILE})
+    now = sorted({*names, SPLIT_JSON})
+    manifest = json.dumps({"written_by": "patchkit split", "files": now}, indent=1) + "\n"
+    try:
+        with Transaction(out / SPLIT_TXN, out) as txn:
+            for name in names:
+                txn.write(out / name, (staging / name).read_bytes())
+            txn.write(out / SPLIT_JSON, split_json.encode("utf-8", errors="surrogateescape"))
+            txn.write(out / MANIFEST, manifest.encode())
+            for stale in sorted(_manifest(out) - set(now)):
+                if os.path.lexists(out / stale) and (out / stale).is_file():
+                    txn.remove(out / stale)
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}; the previous version is kept") from None
+    except UserError as exc:  # the journal rolled back (a full disk): the previous series stands whole
+        raise UserError(str(exc).replace("nothing was changed", "the previous version is kept")) from None
+    finally:
+        if not os.path.lexists(out / SPLIT_TXN / "journal.json"):
+            with contextlib.suppress(OSError):
+                os.rmdir(out / SPLIT_TXN)
+
+
 def _manifest(out: Path) -> set[str]:
     """What the previous split wrote into ``out`` (safe relative names only); empty when unknown."""
     try:
@@ -224,9 +284,15 @@ def series_record(series: Series) -> dict:
 def read_series_lines(series_dir: Path) -> list[tuple[str, str]]:
     """(kind, name) in order, kind "patch" or "overlay"; a name that leaves the series dir is refused."""
     path = series_dir / SERIES_FILE
+    if os.path.lexists(series_dir / SPLIT_TXN / "journal.json"):
+        raise UserError("a split into this directory was cut short while writing it: run the split "
+                        "again (its journal rolls back first)", str(series_dir))  # fmt: skip
+    if os.path.lexists(series_dir / ".rebase" / "publish" / "journal.json"):
+        raise UserError("a rebase into this directory was cut short while writing it: run patchkit "
+                        "rebase --continue or --abort with --out here first", str(series_dir))  # fmt: skip
     try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular(path, MAX_SERIES_FILE, "series file").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UserError(f"cannot read the series file: {exc}", str(path)) from exc
     found = []
     for number, raw in enumerate(text.splitlines(), 1):
@@ -241,7 +307,7 @@ def read_series_lines(series_dir: Path) -> list[tuple[str, str]]:
         if name.startswith("/") or ".." in Path(name).parts or "\\" in name:
             raise UserError(f"{kind} name {name!r} leaves the series directory", f"{path}:{number}")
         try:
-            listed = (series_dir / name).is_file()
+            listed = os.path.lexists(series_dir / name)
         except OSError as exc:  # e.g. a name longer than the file system allows
             raise UserError(f"{kind} {name[:80]!r}: {exc.strerror}", f"{path}:{number}") from None
         if not listed:
@@ -290,21 +356,22 @@ def load_entries(series_dir: Path) -> list[SeriesEntry]:
             series_dir.resolve()
         ):
             raise UserError(f"{kind} {name!r} resolves outside the series directory", str(path))
+        text = read_regular(path, MAX_PATCH_FILE, kind).decode("utf-8", errors="surrogateescape")
         if kind == "overlay":
             overlay = load_overlay(path)
             overlay.name = name
-            entries.append(SeriesEntry(name, path, read_text(path), [], overlay))
+            entries.append(SeriesEntry(name, path, text, [], overlay))
             continue
-        text = read_text(path)
         entries.append(SeriesEntry(name, path, text, parse_text(text, str(path))))
     return entries
 
 
 def load_split_json(series_dir: Path) -> Series | None:
     path = series_dir / SPLIT_JSON
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
+    record = load_json_capped(path, MAX_SPLIT_JSON, "split.json")
     try:
-        return Series.from_dict(json.loads(path.read_text("utf-8")))
-    except (ValueError, TypeError, KeyError) as exc:
+        return Series.from_dict(record)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise UserError(f"split.json is not a patchkit series record: {exc}", str(path)) from exc
