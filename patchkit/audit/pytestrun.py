@@ -9,7 +9,7 @@ import re
 import subprocess
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache as memoised
 from pathlib import Path
 
@@ -42,6 +42,9 @@ class TestSettings:
     use_cache: bool = True
     env_error: str | None = None  # why no test environment could be prepared
     workers: int = 1  # pytest-xdist workers per run (1: no xdist)
+    shard: tuple[int, int] | None = None  # test-level shard I/N of the whole audit (audit/testplan)
+    plan: dict[str, int] = field(default_factory=dict)  # test file -> shard
+    plan_digest: str = ""
 
 
 @memoised

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from patchkit import cache, timing
 from patchkit.audit import basesides
-from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, needs_rest
+from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, needs_rest, test_file
 from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
 from patchkit.audit.gates import (
     Gate,
@@ -25,15 +25,18 @@ from patchkit.audit.gates import (
 )
 from patchkit.audit.model import Evidence, GateResult
 from patchkit.audit.pytestrun import NoReport, TestSettings, environment
+from patchkit.audit.testplan import expand, owner, pack
 from patchkit.audit.testselect import OUTCOME_FORMAT, compare, is_test_file, select_tests, summary_message
 from patchkit.diff.hunks import HunkMismatch
+from patchkit.errors import UserError
 from patchkit.values import Message
 
 __all__ = ["LINK_TIMEOUT", "TestSettings", "materialise", "tests_gate"]
 
 
 def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, settings: TestSettings,
-               exists, progress: Callable[..., None] = lambda kind, **data: None) -> GateResult:  # fmt: skip
+               exists, progress: Callable[..., None] = lambda kind, **data: None,
+               files_under: Callable[[str], list[str]] = lambda path: []) -> GateResult:  # fmt: skip
     started = time.perf_counter()
 
     def result(status: str, key: str, params: dict | None = None, evidence: list | None = None,
@@ -44,10 +47,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     cannot = "could-not-run"
     if post is None:
         return not_applied("tests", None)
-    selection = select_tests(patch.test_templates, patch.changed_files, exists)
-    accelerator = host_accelerator()
-    elsewhere = [t for t in patch.focused if t.accelerator and not accelerator and t.path not in selection]
-    selection += [t.path for t in patch.focused if t not in elsewhere and t.path not in selection]
+    selection, elsewhere = selection_for(patch, exists)
     if not selection and elsewhere:
         params = {"count": len(elsewhere), "devices": sorted({t.accelerator for t in elsewhere})}
         expected = [{"path": t.path, "device": t.accelerator} for t in elsewhere]
@@ -61,6 +61,15 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         return result(cannot, "gate.tests.interpreter", {"error": env_info["error"]}, selection=selection)
     if not env_info.get("pytest"):
         return result(cannot, "gate.tests.no-pytest", {"python": settings.python}, selection=selection)
+    full = selection
+    if settings.shard is not None:  # test-level shards: this runner's test files of the selection
+        i, n = settings.shard
+        selection = [f for f in expand(full, files_under) if owner(f, settings.plan, n) == i]
+        if not selection:
+            part = shard_part(settings, full, [], {}, {}, set())
+            return result(
+                cannot, "gate.tests.other-shard", {"shard": f"{i}/{n}"}, selection=full, shard_part=part
+            )
     work = Path(tempfile.mkdtemp(prefix="patchkit-tests-", dir=_work_root()))
     whole = {fp.old_path for fp in patch.changed_files if fp.old_path and is_test_file(fp.old_path)
              and any(under_path(fp.old_path, p) for p in selection)}  # fmt: skip
@@ -90,14 +99,31 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         return result(
             cannot, "gate.tests.patched-run", {"error": patch_side.message.to_dict()}, selection=selection
         )
-    patched = {} if hung else patch_side
-    cmp = compare(base_side, None) if hung else compare_on_demand(base_side, patch_side, known)
-    details = {
+    details = {"selection": selection, "environment": env_info,
+               "baseline_cached": base_cached == len(selection), "baseline_cached_paths": base_cached,
+               "base_on_demand": stats}  # fmt: skip
+    patched = None if hung else patch_side
+    if settings.shard is not None:  # what `patchkit report` needs to merge the shards (testshards)
+        details["shard_part"] = shard_part(settings, full, selection, base_side, patched, known)
+    return conclude(full, elsewhere, env_info, base_side, patched, known, details, settings, started)
+
+
+def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: dict,
+             patched: dict | None, known: set[str], details: dict, settings: TestSettings,
+             started: float) -> GateResult:  # fmt: skip
+    """The gate's result from both sides' outcomes (``patched`` None: the patched run hung); also
+    what merging test shards gives (``testshards``)."""
+    cannot = "could-not-run"
+
+    def result(status: str, key: str, params: dict | None = None, evidence: list | None = None) -> GateResult:
+        message = Message(key, params or {})
+        return gate_result("tests", status, message, details, time.perf_counter() - started, evidence)
+
+    hung, stats = patched is None, details.get("base_on_demand", {})
+    cmp = compare(base_side, None) if hung else compare_on_demand(base_side, patched, known)
+    patched = patched or {}
+    details.update({
         "selection": selection,
-        "environment": env_info,
-        "baseline_cached": base_cached == len(selection),
-        "baseline_cached_paths": base_cached,
-        "base_on_demand": stats,
         "counts": {c: len(ids) for c, ids in cmp.rows.items()},
         "causes": dict(cmp.causes),
         "could_not_run_share": round(cmp.count("could-not-run") / cmp.total, 3) if cmp.total else 0.0,
@@ -106,7 +132,8 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in QUIET},
         "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
         "messages": {t: patched[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patched},
-    }
+        "path_seconds": path_seconds(patched),
+    })  # fmt: skip
     summary = summary_message(cmp)
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
     if stats.get("run") or stats.get("full") or stats.get("cached"):  # the base side as far as it ran
@@ -117,12 +144,29 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
             "base": len(base_side),
             "summary": summary.to_dict(),
         }
-        return result("failed", "gate.tests.patched-timed-out", params, evidence=evidence[:1], **details)
+        return result("failed", "gate.tests.patched-timed-out", params, evidence=evidence[:1])
     if cmp.failing:
-        return result("failed", summary.key, summary.params, evidence=evidence, **details)
+        return result("failed", summary.key, summary.params, evidence=evidence)
     if not cmp.passed_with_patch:  # nothing witnessed that a test passes with the patch
-        return result(cannot, "gate.tests.nothing-passed", {"summary": summary.to_dict()}, **details)
-    return result("passed", summary.key, summary.params, evidence=evidence, **details)
+        return result(cannot, "gate.tests.nothing-passed", {"summary": summary.to_dict()})
+    return result("passed", summary.key, summary.params, evidence=evidence)
+
+
+def path_seconds(patched: dict) -> dict[str, float]:
+    """Recorded seconds per test file with the patch (``--shard`` balances by them)."""
+    out: dict[str, float] = {}
+    for test_id, outcome in patched.items():
+        out[test_file(test_id)] = out.get(test_file(test_id), 0.0) + outcome.seconds
+    return {p: round(v, 3) for p, v in sorted(out.items())}
+
+
+def shard_part(settings: TestSettings, full: list[str], mine: list[str], base_side: dict,
+               patched: dict | None, known: set[str]) -> dict:  # fmt: skip
+    """This shard's share of a patch's tests, raw, for ``patchkit report`` to merge (``testshards``)."""
+    i, n = settings.shard or (1, 1)
+    return {"shard": f"{i}/{n}", "plan": settings.plan_digest, "selection": full, "files": mine,
+            "base": pack(base_side, False), "patched": None if patched is None else pack(patched, True),
+            "known": sorted(known)}  # fmt: skip
 
 
 QUIET = ("passed", "skipped", "passed-with-patch")  # categories the record counts but does not list
@@ -185,18 +229,46 @@ def _work_root() -> Path:
     return root
 
 
+def selection_for(patch: PatchUnderAudit, exists: Callable[[str], bool]) -> tuple[list, list]:
+    """The patch's test paths, and its focused tests that need an accelerator this host lacks."""
+    selection = select_tests(patch.test_templates, patch.changed_files, exists)
+    accelerator = host_accelerator()
+    elsewhere = [t for t in patch.focused if t.accelerator and not accelerator and t.path not in selection]
+    selection += [t.path for t in patch.focused if t not in elsewhere and t.path not in selection]
+    return selection, elsewhere
+
+
+def tree_predicates(base, post: Overlay | None):
+    """(exists, files_under) of the tree base + ``post``: a path is there; the test files below a
+    directory (``--shard`` expands a selected directory into them)."""
+
+    def exists(path: str) -> bool:
+        in_post = post is not None and any(p == path or p.startswith(path.rstrip("/") + "/") for p in post)
+        return in_post or base.resolve(path).exists()
+
+    def files_under(path: str) -> list[str]:
+        prefix, found = path.rstrip("/") + "/", set()
+        try:
+            root = base.resolve(path.rstrip("/"))
+        except UserError:
+            root = None
+        if root is not None and root.is_dir():
+            found = {p.relative_to(base.root).as_posix() for p in root.rglob("*.py")}
+        for p, data in (post or {}).items():
+            if p.startswith(prefix):
+                (found.add if data is not None else found.discard)(p)
+        return sorted(p for p in found if is_test_file(p))
+
+    return exists, files_under
+
+
 def _run(ctx: GateContext) -> GateResult:
     settings = ctx.settings.get("tests")
     if settings is None:
         return gate_result("tests", "could-not-run", Message("gate.tests.no-settings"))
     pre, post = _test_sides(ctx)
-    trees = ctx.trees
-
-    def exists(path: str) -> bool:
-        in_post = post is not None and any(p == path or p.startswith(path.rstrip("/") + "/") for p in post)
-        return in_post or trees.base.resolve(path).exists()
-
-    return tests_gate(ctx.patch, pre, post, settings, exists, ctx.progress)
+    exists, files_under = tree_predicates(ctx.trees.base, post)
+    return tests_gate(ctx.patch, pre, post, settings, exists, ctx.progress, files_under)
 
 
 def _test_sides(ctx: GateContext) -> tuple[Overlay, Overlay | None]:
@@ -218,7 +290,8 @@ def _cache_config(ctx: GateContext) -> object:
     t = ctx.settings.get("tests")
     if t is None:
         return None
-    return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT]
+    shard = [t.shard, t.plan_digest] if t.shard else []  # a shard's share is not the whole result
+    return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT, *shard]
 
 
 def _environment(settings: dict) -> dict:
