@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
@@ -41,8 +40,8 @@ def test_plan_balances_by_durations_and_falls_back_to_counts():
 
 def test_a_selected_directory_is_expanded_into_its_test_files():
     listing = {"tests/tool/": ["tests/tool/test_a.py", "tests/tool/test_b.py"]}
-    assert expand(["tests/tool/", "tests/test_x.py", "tests/tool/test_a.py"], lambda p: listing.get(p, [])) == [
-        "tests/tool/test_a.py", "tests/tool/test_b.py", "tests/test_x.py"]  # fmt: skip
+    found = expand(["tests/tool/", "tests/test_x.py", "tests/tool/test_a.py"], lambda p: listing.get(p, []))
+    assert found == ["tests/tool/test_a.py", "tests/tool/test_b.py", "tests/test_x.py"]
 
 
 @pytest.fixture

@@ -215,13 +215,7 @@ def run_audit(
         options.shard is not None and "tests" in options.gates and options.settings.get("tests") is not None
     )
     chosen = [p for p in patches if by_tests or in_shard(p.index, options.shard)]
-    meta = read_upstream(base.root)
-    imports: dict[str, list[str]] = {}  # of the base's test files, shared by every patch
-    listed = memoised(_base_tests_under(base))
-    for patch in chosen:
-        patch.focused = focused_tests(
-            sorted(patch.touched), meta.steps, _tests_under(listed, patch), base.read, imports=imports
-        )
+    meta = focus_patches(chosen, base)
 
     test_shards: dict = {}
     if by_tests:  # every runner computes the same plan from the series, the base and the durations
@@ -253,6 +247,18 @@ def run_audit(
     result = AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
     result.guide = {"lead": guide.series_lead(audits)} if audits else {}
     return result
+
+
+def focus_patches(patches: list[PatchUnderAudit], base: BaseTree) -> UpstreamMeta:
+    """Each patch's focused tests from the base's upstream CI steps; the base's upstream metadata."""
+    meta = read_upstream(base.root)
+    imports: dict[str, list[str]] = {}  # of the base's test files, shared by every patch
+    listed = memoised(_base_tests_under(base))
+    for patch in patches:
+        patch.focused = focused_tests(
+            sorted(patch.touched), meta.steps, _tests_under(listed, patch), base.read, imports=imports
+        )
+    return meta
 
 
 def _test_shards(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], states: list[SeriesState],
