@@ -25,6 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: importing rich's markdown stack costs ~150 ms per start
 )
+app.add_typer(__import__("patchkit.commands.ci").commands.ci.ci_app, name="ci")  # buildkite | durations
 
 
 def _version(value: bool) -> None:
@@ -370,38 +371,6 @@ def runtime(
     _run(command.run, plugin_dir, pin, since, python, outputs, lang, timeout, json_out=json_out)
 
 
-ci_app = typer.Typer(help="CI pipelines for the audit, and the durations --shard balances by.")
-app.add_typer(ci_app, name="ci")
-
-
-@ci_app.command("buildkite")
-def ci_buildkite(
-    series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
-    pin: Annotated[Optional[Path], _CONFIG] = None,
-    base: Annotated[Optional[Path], typer.Option(help="base source tree (default: the pinned base)")] = None,
-    shards: Annotated[int, typer.Option(help="test shards (--shard I/N steps)")] = 4,
-    out: Annotated[Optional[Path], typer.Option(help="write the pipeline JSON here (else stdout)")] = None,
-    queue: Annotated[Optional[str], typer.Option(help="agents queue of the shard and report steps")] = None,
-    gpu_queue: Annotated[str, typer.Option(help="agents queue of the GPU steps")] = "gpu",
-    install: Annotated[str, typer.Option(help="the step's install command")] = "pip install patchkit",
-) -> None:
-    """A Buildkite pipeline: a step per test shard, a GPU step per patch, the report merge."""
-    from patchkit.commands import ci as command
-
-    _run(command.buildkite, series_dir, pin, base, shards, out, queue, gpu_queue, install)
-
-
-@ci_app.command("durations")
-def ci_durations(
-    record: Annotated[Path, typer.Argument(help="an audit JSON with the tests gate")],
-    out: Annotated[Optional[Path], typer.Option(help="default: <series dir>/test-durations.json")] = None,
-) -> None:
-    """Write the test durations of an audit record, which --shard balances by."""
-    from patchkit.commands import ci as command
-
-    _run(command.durations, record, out)
-
-
 def main() -> None:
     """Run the CLI; a usage error (a bad choice, a missing argument) is written to ``--json F`` too."""
     # typer inspects the signature of every registered command at each start: when the command
@@ -441,8 +410,7 @@ class _UsageLine:
     """A click usage error shaped like a UserError for ``_write_error``."""
 
     def __init__(self, exc: click.UsageError) -> None:
-        self.exit_code = exc.exit_code
-        self.text = exc.format_message()
+        self.exit_code, self.text = exc.exit_code, exc.format_message()
 
     def line(self) -> str:
         return self.text
