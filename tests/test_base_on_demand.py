@@ -11,7 +11,15 @@ import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 
 from patchkit import timing
-from patchkit.audit.basedemand import ON_PATCH_ONLY, base_demand, compare_on_demand, demanded, needs_rest
+from patchkit.audit.basedemand import (
+    ON_PATCH_ONLY,
+    base_demand,
+    compare_on_demand,
+    demanded,
+    file_of_test,
+    gone,
+    needs_rest,
+)
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.testselect import FAILING, PASSED_WITH_PATCH, Outcome, compare
@@ -66,6 +74,8 @@ def generated(seed: int):
 def on_demand(base, patched, whole):
     """The new path, with ``base`` standing for what the base side would report when run."""
     demand = base_demand(patched, whole)
+    collected = [t for t in base if "::" in t and file_of_test(t) in demand.changed]  # the base's collection
+    demand.ids = sorted(set(demand.ids) | set(gone(collected, patched)))
     ran = {t: o for t, o in base.items() if demanded(t, demand)}
     known = {t for t in patched if demanded(t, demand)}
     if needs_rest(ran, patched, known):
@@ -109,7 +119,7 @@ def test_the_base_runs_only_what_did_not_pass_plus_changed_files():
     }
     demand = base_demand(patched, {"tests/c/test_z.py"})
     assert demand.ids == ["tests.a.test_x::test_bad", "tests.a.test_x::test_skip"]
-    assert demand.files == ["tests/b/test_y.py", "tests/c/test_z.py"]
+    assert demand.files == ["tests/b/test_y.py"] and demand.changed == ["tests/c/test_z.py"]
     assert demand.why == {"failure": 2, "deleted-or-changed": 1, "collection": 1}
 
 
@@ -172,12 +182,13 @@ def test_a_cached_base_outcome_is_used_instead_of_running_it(tmp_path):
     assert second.details["tests"] == first.details["tests"]
 
 
-def test_a_changed_test_file_runs_in_full_on_the_base(tmp_path):
+def test_a_changed_test_file_is_collected_on_the_base_and_only_its_gone_tests_run(tmp_path):
     kept = TEST_CALC[: TEST_CALC.index("\n\ndef test_scale")] + "\n"
     gate = _audit(tmp_path, file_diff("tests/test_calc.py", TEST_CALC, kept))
     assert gate.details["tests"]["removed"] == ["tests.test_calc::test_scale"]
-    assert gate.details["counts"] == {"removed": 1, "passed": 1}  # the whole file ran on the base
+    assert gate.details["counts"] == {"removed": 1, ON_PATCH_ONLY: 1}  # test_add: not run on the base
     assert gate.details["base_on_demand"]["deleted-or-changed"] == 1
+    assert gate.details["base_on_demand"]["run"] == 1
 
 
 def test_categories_where_the_patch_passes_need_no_failing_test_on_the_base():

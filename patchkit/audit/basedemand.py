@@ -26,7 +26,7 @@ from patchkit.audit.testselect import Comparison, Outcome, compare, module_of
 ON_PATCH_ONLY = "passed-with-patch"  # passed with the patch; the base was not needed
 
 
-def test_file(test_id: str) -> str:
+def file_of_test(test_id: str) -> str:
     """The file a JUnit test id (or a collected module's id) lies in: 'tests/x/test_y.py'."""
     return module_of(test_id).replace(".", "/") + ".py"
 
@@ -35,7 +35,10 @@ def test_file(test_id: str) -> str:
 class Demand:
     """What the base side must run: whole files, and single tests (JUnit ids) in other files."""
 
-    files: list[str] = field(default_factory=list)  # run in full: deleted / changed / broken modules
+    files: list[str] = field(default_factory=list)  # run in full: modules that broke at collection
+    changed: list[str] = field(
+        default_factory=list
+    )  # collected on the base: its tests gone with the patch run
     ids: list[str] = field(default_factory=list)  # did not pass with the patch
     why: dict[str, int] = field(default_factory=dict)  # reason -> how many tests or files
 
@@ -47,15 +50,20 @@ class Demand:
 def base_demand(patched: dict[str, Outcome], whole: set[str]) -> Demand:
     """What the base must run given the patched outcomes; ``whole``: test files the patch changes
     or deletes (relative paths)."""
-    broken = sorted({test_file(t) for t, o in patched.items() if o.status == "error" and "::" not in t})
-    files = sorted(set(whole) | set(broken))
-    ids = sorted(t for t, o in patched.items() if o.status != "passed" and test_file(t) not in files)
-    why = {"failure": len(ids), "deleted-or-changed": len(set(whole)), "collection": len(set(broken) - whole)}
-    return Demand(files, ids, {k: v for k, v in why.items() if v})
+    files = sorted({file_of_test(t) for t, o in patched.items() if o.status == "error" and "::" not in t})
+    ids = sorted(t for t, o in patched.items() if o.status != "passed" and file_of_test(t) not in files)
+    changed = sorted(set(whole) - set(files))
+    why = {"failure": len(ids), "deleted-or-changed": len(changed), "collection": len(files)}
+    return Demand(files=files, ids=ids, changed=changed, why={k: v for k, v in why.items() if v})
+
+
+def gone(collected: list[str], patched: dict[str, Outcome]) -> list[str]:
+    """Tests the base collects in a changed test file that the patched run does not have."""
+    return sorted(t for t in collected if t not in patched)
 
 
 def demanded(test_id: str, demand: Demand) -> bool:
-    return test_id in set(demand.ids) or test_file(test_id) in set(demand.files)
+    return test_id in set(demand.ids) or file_of_test(test_id) in set(demand.files)
 
 
 def needs_rest(base: dict[str, Outcome], patched: dict[str, Outcome], known: set[str]) -> bool:

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit.basedemand import Demand, test_file
+from patchkit.audit.basedemand import Demand, file_of_test, gone
 from patchkit.audit.gates import Overlay
 from patchkit.audit.inflight import claim, release
 from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
-from patchkit.audit.pytestrun import NoReport, TestSettings, run_pytest
+from patchkit.audit.pytestrun import NoReport, TestSettings, collect_ids, run_pytest
 from patchkit.audit.testselect import OUTCOME_FORMAT, Outcome, outcomes_by_path
 
 LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
@@ -157,7 +157,8 @@ def under(test_id: str, path: str) -> bool:
 
 
 def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], demand: Demand, env_info: dict,
-                work: Path, progress: Callable[..., None], who: str = ""):  # fmt: skip
+                work: Path, progress: Callable[..., None], who: str = "",
+                patched: dict | None = None):  # fmt: skip
     """The base side on demand: the selected paths the cache holds in full (as the two-sided run
     left them), then ``demand``'s files and tests, from the cache per file / per test or run here
     in one pytest run. Returns (outcomes or NoReport, the paths cached in full, counts: run / cached)."""
@@ -169,6 +170,15 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         if (hit := cache.get_json("audit-baseline", _digest("baseline-path", *common, path))) is not None:
             outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
             whole.append(path)
+    if changed := [f for f in demand.changed if not any(under(f[:-3].replace("/", "."), p) for p in whole)]:
+        tree = work / "collect"  # the base's tests in the files the patch changes: those gone with it run
+        materialise(settings.base_root, pre, tree)
+        present = [f for f in changed if (tree / f).exists()]
+        collected = collect_ids(settings, tree, present) if present else []
+        if collected is None:  # the base cannot collect them alone: run them in full
+            demand.files = sorted(set(demand.files) | set(changed))
+        else:
+            demand.ids = sorted(set(demand.ids) | set(gone(collected, patched or {})))
     files = [f for f in demand.files if not any(under(f[:-3].replace("/", "."), p) for p in whole)]
     ids = [t for t in demand.ids if not any(under(t, p) for p in whole)]
     stats["cached"] += len(demand.ids) - len(ids) + len(demand.files) - len(files)
@@ -188,7 +198,7 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
 
     def run(wanted: list[tuple[str, str]], where: Path) -> NoReport | None:
         only = ([w for kind, w in wanted if kind == "id"], [w for kind, w in wanted if kind == "file"])
-        paths = sorted(set(only[1]) | {test_file(t) for t in only[0]})
+        paths = sorted(set(only[1]) | {file_of_test(t) for t in only[0]})
         fresh = run_side(settings, pre, paths, env_info, where, "base", who, progress, only)
         if not isinstance(fresh, dict):
             return fresh

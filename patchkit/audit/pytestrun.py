@@ -110,6 +110,32 @@ def pytest_collection_modifyitems(session, config, items):
 """
 
 
+def junit_id(nodeid: str) -> str:
+    """pytest's node id as its JUnit XML names the test ('tests/a/test_x.py::T::f[1]' ->
+    'tests.a.test_x.T::f[1]'), the same as ONLY_PLUGIN's."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]) + "::" + names[-1] if len(names) > 1 else names[0]
+
+
+def collect_ids(settings: TestSettings, tree: Path, tests: list[str]) -> list[str] | None:
+    """The JUnit ids pytest collects from ``tests`` in ``tree`` (nothing runs); None when the
+    collection fails or times out (the caller then runs the files in full)."""
+    args = [settings.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tests]
+    env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        proc = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, errors="replace",
+                              timeout=settings.test_timeout)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode not in (0, 5):  # 5: nothing collected
+        return None
+    lines = [line.strip() for line in proc.stdout.splitlines()]
+    return [junit_id(line) for line in lines if "::" in line and line.split("::", 1)[0].endswith(".py")]
+
+
 def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: dict,
                on_count: Callable[[int, int], None],
                only: tuple[list[str], list[str]] | None = None) -> dict[str, Outcome] | NoReport:  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from patchkit import cache, timing
 from patchkit.audit import basesides
-from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, needs_rest, test_file
+from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
 from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
 from patchkit.audit.gates import (
     Gate,
@@ -156,7 +156,7 @@ def path_seconds(patched: dict) -> dict[str, float]:
     """Recorded seconds per test file with the patch (``--shard`` balances by them)."""
     out: dict[str, float] = {}
     for test_id, outcome in patched.items():
-        out[test_file(test_id)] = out.get(test_file(test_id), 0.0) + outcome.seconds
+        out[file_of_test(test_id)] = out.get(file_of_test(test_id), 0.0) + outcome.seconds
     return {p: round(v, 3) for p, v in sorted(out.items())}
 
 
@@ -183,7 +183,7 @@ def _on_demand(settings: TestSettings, pre: Overlay, selection: list[str], whole
     started = time.perf_counter()
     demand = base_demand(patch_side, whole)
     base_side, cached_paths, counts = base_needed(settings, pre, selection, demand, env_info, work / "demand",
-                                                  progress, who)  # fmt: skip
+                                                  progress, who, patch_side)  # fmt: skip
     if isinstance(base_side, NoReport):
         return base_side, set(), {}
     known = {t for t in patch_side if demanded(t, demand) or any(under(t, p) for p in cached_paths)}
