@@ -26,6 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: importing rich's markdown stack costs ~150 ms per start
 )
+app.add_typer(__import__("patchkit.commands.ci").commands.ci.ci_app, name="ci")  # buildkite | durations
 
 
 def _version(value: bool) -> None:
@@ -390,8 +391,7 @@ class _UsageLine:
     """A click usage error shaped like a UserError for ``_write_error``."""
 
     def __init__(self, exc: click.UsageError) -> None:
-        self.exit_code = exc.exit_code
-        self.text = exc.format_message()
+        self.exit_code, self.text = exc.exit_code, exc.format_message()
 
     def line(self) -> str:
         return self.text

@@ -66,7 +66,8 @@ def test_regressed_could_not_run_and_passed(tmp_path, cache):
     assert result.patches[0].verdict == "incomplete"  # a requested gate that could not run: never ready
     assert any("tests could not run here" in r and "incomplete" in r for r in result.patches[0].reasons)
 
-    assert ok.status == "passed" and ok.summary == "2 passed on both; 0 regressed"
+    # base on demand: both tests passed with the patch, so the base was not needed for them
+    assert ok.status == "passed" and ok.summary == "2 passed with the patch (base not needed); 0 regressed"
     assert broken.status == "failed"
     assert broken.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]
     assert "assert 12 == 8" in broken.details["messages"]["tests.test_calc::test_scale"]
@@ -170,9 +171,12 @@ def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch
     args = (series, None, base.root, "apply,tests", None, None, sys.executable, Outputs(json=out), None, "en")
     assert run(*args, False, False) == 0
     table = capsys.readouterr().err
-    assert "where the time went" in table and "tests.pytest.base" in table and "tests.pytest.patch" in table
+    assert (
+        "where the time went" in table and "tests.base-on-demand" in table and "tests.pytest.patch" in table
+    )
     names = [s["name"] for s in json.loads(out.read_text())["stages"]]
-    assert {"tests.pytest.base", "tests.pytest.patch", "audit.gates", "audit.total"} <= set(names)
+    assert {"tests.base-on-demand", "tests.pytest.patch", "audit.gates", "audit.total"} <= set(names)
+    assert "tests.pytest.base" not in names  # every test passed with the patch: no base side ran
 
     assert run(*args, False, False) == 0  # warm: every gate cached, no pytest, no table
     assert "where the time went" not in capsys.readouterr().err
@@ -185,7 +189,7 @@ def test_only_patchkits_own_test_venv_gets_bytecode_written(cache):
 
 
 def test_progress_reports_gates_with_n_of_m_and_live_pytest_counts_per_side(tmp_path, cache):
-    diff = file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env"))
+    diff = file_diff("vllm/calc.py", CALC, CALC.replace("x * 2", "x * 3"))  # test_scale: base needed
     base, pin, series = build(tmp_path, {"0001-calc.patch": patch_text(diff, trailers=SIGN)})
     settings = TestSettings(
         python=sys.executable, base_root=base.root, base_hash=pin.tree_hash, test_timeout=120
@@ -193,13 +197,13 @@ def test_progress_reports_gates_with_n_of_m_and_live_pytest_counts_per_side(tmp_
     events = []
     options = AuditOptions(gates=["apply", "tests"], settings={"tests": settings}, progress=events.append)
     result = fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
-    assert gate(result, 0).summary == "2 passed on both; 0 regressed"
+    assert gate(result, 0).summary == "1 passed with the patch (base not needed); 1 regressed"
     kinds = [(e.kind, e.gate, e.number, e.total) for e in events if e.kind != "tests"]
     gates = [(kind, name, 1, 1) for name in ("apply", "tests") for kind in ("gate-start", "gate-done")]
     assert kinds == [*gates, ("patch-done", "", 1, 1)]
     live = [(e.side, e.done, e.selected) for e in events if e.kind == "tests"]
     assert live and {side for side, _, _ in live} == {"base", "patched"}  # pytest's own "[ 2/2]"
-    assert all(selected == 2 for _, _, selected in live) and ("patched", 2, 2) in live
+    assert ("patched", 2, 2) in live and ("base", 1, 1) in live  # the base ran only the failing test
 
 
 def test_plain_progress_lines_for_logs(tmp_path):
@@ -220,11 +224,12 @@ def test_plain_progress_lines_for_logs(tmp_path):
     assert lines[1].endswith("[2/4] 0002-x.patch tests: passed (61.2 s)")
 
 
-def test_a_base_run_that_times_out_does_not_run_the_patched_side(tmp_path, cache, monkeypatch):
-    from patchkit.audit.gates import tests as tests_module
+def test_a_base_run_that_times_out_after_the_patched_side_could_not_run(tmp_path, cache, monkeypatch):
 
-    sides, real_side = [], tests_module._side
-    monkeypatch.setattr(tests_module, "_side", lambda *args: sides.append(args[5]) or real_side(*args))
+    from patchkit.audit import basesides
+
+    sides, real_side = [], basesides.run_side
+    monkeypatch.setattr(basesides, "run_side", lambda *args: sides.append(args[5]) or real_side(*args))
     diff = file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env"))
     base, pin, series = build(tmp_path, {"0001-calc.patch": patch_text(diff, trailers=SIGN)})
     settings = TestSettings(
@@ -235,7 +240,7 @@ def test_a_base_run_that_times_out_does_not_run_the_patched_side(tmp_path, cache
     result = fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
     assert gate(result, 0).status == "could-not-run"
     assert gate(result, 0).summary == "base run: timeout: pytest did not finish in 0.01 s"
-    assert sides == ["base"]  # the patched tree was never run: there is nothing to compare it with
+    assert sides == ["patch", "base"]  # the patched side first; it hung, so the whole base is needed
     assert result.patches[0].verdict == "incomplete"
 
 
@@ -263,12 +268,12 @@ def test_a_hung_hard_link_copy_times_out_and_copies_instead(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("jobs", [1, 2])  # 2: the two gates run at once; one waits for the other's run
 def test_patches_whose_selections_overlap_run_a_shared_path_on_the_base_once(tmp_path, cache, jobs):
-    """Two independent patches of vllm/calc.py both select tests/test_calc.py, the second also its
-    new tests/test_more.py: the selections differ, yet test_calc's base side runs once (cached per
-    path) and the second patch reuses it; each patched side runs."""
+    """Two independent patches of vllm/calc.py both break test_scale, the second also adds
+    tests/test_more.py: the selections differ, yet test_scale's base side (needed by both: it did
+    not pass with the patch) runs once and the other patch reuses it; each patched side runs."""
     patches = {
         "0001-calc.patch": patch_text(
-            file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env")), trailers=SIGN
+            file_diff("vllm/calc.py", CALC, CALC + "\n\ndef scale(x):\n    return x * 4\n"), trailers=SIGN
         ),
         "0002-calc.patch": patch_text(
             file_diff("vllm/calc.py", CALC, CALC.replace("x * 2", "x * 3"))
@@ -287,7 +292,8 @@ def test_patches_whose_selections_overlap_run_a_shared_path_on_the_base_once(tmp
     first, second = gate(result, 0), gate(result, 1)
     assert set(first.details["selection"]) < set(second.details["selection"])
     # test_calc's base side came from the other gate's run (its cache entry) in exactly one of them
-    shared = sorted([first.details["baseline_cached_paths"], second.details["baseline_cached_paths"]])
+    shared = sorted([first.details["base_on_demand"]["cached"], second.details["base_on_demand"]["cached"]])
     assert shared == [0, 1], shared
-    assert first.status == "passed" and second.status == "failed"  # the shared base still compares
+    assert first.status == "failed" and second.status == "failed"  # the shared base still compares
+    assert first.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]
     assert second.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]

@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.split",),
     ("patchkit.apply",),
     ("patchkit.audit", "patchkit.runtime"),
-    ("patchkit.report",),
+    ("patchkit.report", "patchkit.pipelines"),
     ("patchkit.rebase", "patchkit.wheels", "patchkit.edit", "patchkit.interdiff"),
     ("patchkit.config", "patchkit.output"),
     ("patchkit.commands", "patchkit.cli"),

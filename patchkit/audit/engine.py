@@ -1,7 +1,9 @@
 """``patchkit audit``'s engine: load a series, run the gates per patch, decide verdicts.
 
-Sharding (``--shard I/N``): the patch at 0-based series index ``k`` belongs to shard ``k % N + 1``,
-so every shard is deterministic and the union of shards 1..N is the whole series once.
+Sharding (``--shard I/N``): with the tests gate, by test file across the whole audit
+(``testplan``: balanced by recorded durations; every shard runs the other gates of every patch,
+``testshards`` merges them); without it, the patch at 0-based series index ``k`` belongs to shard
+``k % N + 1``. Either way every shard is deterministic and shards 1..N cover the work once.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import cache
-from patchkit.audit import guide
+from patchkit.audit import guide, testshards
 from patchkit.audit.focus import focused_tests, patch_labels, patch_owner_lines, patch_reviewers
 from patchkit.audit.gates import (
     GateContext,
@@ -32,7 +34,9 @@ from patchkit.audit.gates import (
 )
 from patchkit.audit.gates.apply import series_states
 from patchkit.audit.gates.registry import GATES, REGISTRY
+from patchkit.audit.gates.tests import selection_for, tree_predicates
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit, ProgressEvent
+from patchkit.audit.testplan import DURATIONS_FILE, digest, expand, plan
 from patchkit.audit.verdict import checked, decide_record, verdict_reasons, worst
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, render_diff
@@ -71,6 +75,8 @@ def merge_results(results: list[AuditResult]) -> AuditResult:
     hashes = {r.base.tree_hash for r in results}
     if len(hashes) > 1:
         raise UserError(f"audit results are against different bases: {sorted(map(str, hashes))}")
+    if testshards.is_test_sharded(results):  # shards by test file: each patch in every shard
+        return testshards.merge(results, _now())
     seen: dict[str, PatchAudit] = {}
     for result in results:
         for pa in result.patches:
@@ -205,15 +211,16 @@ def run_audit(
         if patch.overlays:
             patch.overlay_files = overlay_diffs(base, patch, states[patch.index])
     base_hash = pin.tree_hash or ""
-    chosen = [p for p in patches if in_shard(p.index, options.shard)]
-    meta = read_upstream(base.root)
-    imports: dict[str, list[str]] = {}  # of the base's test files, shared by every patch
-    listed = memoised(_base_tests_under(base))
-    for patch in chosen:
-        patch.focused = focused_tests(
-            sorted(patch.touched), meta.steps, _tests_under(listed, patch), base.read, imports=imports
-        )
+    by_tests = (
+        options.shard is not None and "tests" in options.gates and options.settings.get("tests") is not None
+    )
+    chosen = [p for p in patches if by_tests or in_shard(p.index, options.shard)]
+    meta = focus_patches(chosen, base)
 
+    test_shards: dict = {}
+    if by_tests:  # every runner computes the same plan from the series, the base and the durations
+        settings, test_shards = _test_shards(series_dir, base, patches, states, options)
+        options = replace(options, settings={**options.settings, "tests": settings})
     numbers = {p.name: n for n, p in enumerate(chosen, 1)}
 
     def audit_one(patch: PatchUnderAudit) -> PatchAudit:
@@ -232,12 +239,64 @@ def run_audit(
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
            "series_patches": [p.name for p in patches], "upstream_missing": meta.missing,
            "optional_gates": list(options.optional)}  # fmt: skip
+    if test_shards:
+        env["test_shards"] = test_shards
     for name in options.gates:
         env.update(REGISTRY[name].environment(options.settings))
     shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
     result = AuditResult(str(series_dir), pin, audits, worst([a.verdict for a in audits]), env, shard, _now())
     result.guide = {"lead": guide.series_lead(audits)} if audits else {}
     return result
+
+
+def focus_patches(patches: list[PatchUnderAudit], base: BaseTree) -> UpstreamMeta:
+    """Each patch's focused tests from the base's upstream CI steps; the base's upstream metadata."""
+    meta = read_upstream(base.root)
+    imports: dict[str, list[str]] = {}  # of the base's test files, shared by every patch
+    listed = memoised(_base_tests_under(base))
+    for patch in patches:
+        patch.focused = focused_tests(
+            sorted(patch.touched), meta.steps, _tests_under(listed, patch), base.read, imports=imports
+        )
+    return meta
+
+
+def _test_shards(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], states: list[SeriesState],
+                 options: AuditOptions) -> tuple[Any, dict]:  # fmt: skip
+    """The tests gate's settings for this shard (its plan) and what the record says about it."""
+    units: dict[str, int] = {}
+    for patch in patches:
+        if states[patch.index].post is None:
+            continue
+        exists, files_under = tree_predicates(base, states[patch.index].post)
+        for f in expand(selection_for(patch, exists)[0], files_under):
+            units[f] = units.get(f, 0) + 1
+    durations = read_durations(series_dir)
+    shards = options.shard[1]
+    assignment = plan(units, durations, shards)
+    key = digest(assignment, shards)
+    settings = replace(options.settings["tests"], shard=options.shard, plan=assignment, plan_digest=key)
+    recorded = sum(f in durations for f in units)
+    info = {"shard": f"{options.shard[0]}/{shards}", "plan": key, "files": len(units),
+            "balanced_by": "recorded durations" if recorded else "counts", "recorded": recorded,
+            "mine": sum(s == options.shard[0] for s in assignment.values())}  # fmt: skip
+    return settings, info
+
+
+def read_durations(series_dir: Path) -> dict[str, float]:
+    """The series dir's test-durations.json ({test file: seconds}); missing or malformed: none."""
+    path = series_dir / DURATIONS_FILE
+    try:
+        if not path.is_file() or path.stat().st_size > 16 << 20:
+            return {}
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        k: float(v) for k, v in data.items() if isinstance(k, str) and isinstance(v, int | float) and v >= 0
+    }
 
 
 def _base_tests_under(base: BaseTree) -> Callable[[str], tuple[str, ...]]:

@@ -9,7 +9,7 @@ import re
 import subprocess
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache as memoised
 from pathlib import Path
 
@@ -42,6 +42,9 @@ class TestSettings:
     use_cache: bool = True
     env_error: str | None = None  # why no test environment could be prepared
     workers: int = 1  # pytest-xdist workers per run (1: no xdist)
+    shard: tuple[int, int] | None = None  # test-level shard I/N of the whole audit (audit/testplan)
+    plan: dict[str, int] = field(default_factory=dict)  # test file -> shard
+    plan_digest: str = ""
 
 
 @memoised
@@ -79,11 +82,66 @@ OFFLINE_DEFAULTS = {
 _COUNT = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*$")  # pytest's console_output_style=count
 
 
-def run_pytest(
-    settings: TestSettings, tree: Path, tests: list[str], env_info: dict, on_count: Callable[[int, int], None]
-) -> dict[str, Outcome] | NoReport:
+# Keeps only the collected tests whose JUnit id is listed, or that lie in a listed file (base on
+# demand); the others are deselected, so a listed test missing here is simply absent.
+ONLY_PLUGIN = """\
+import json, os, re
+
+
+def _junit_id(nodeid):
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]) + "::" + names[-1] if len(names) > 1 else names[0]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    with open(os.environ["PATCHKIT_ONLY"], encoding="utf-8") as f:
+        want = json.load(f)
+    ids, files = set(want["ids"]), set(want["files"])
+    keep, drop = [], []
+    for item in items:
+        wanted = item.nodeid.split("::")[0] in files or _junit_id(item.nodeid) in ids
+        (keep if wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+"""
+
+
+def junit_id(nodeid: str) -> str:
+    """pytest's node id as its JUnit XML names the test ('tests/a/test_x.py::T::f[1]' ->
+    'tests.a.test_x.T::f[1]'), the same as ONLY_PLUGIN's."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]) + "::" + names[-1] if len(names) > 1 else names[0]
+
+
+def collect_ids(settings: TestSettings, tree: Path, tests: list[str]) -> list[str] | None:
+    """The JUnit ids pytest collects from ``tests`` in ``tree`` (nothing runs); None when the
+    collection fails or times out (the caller then runs the files in full)."""
+    args = [settings.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tests]
+    env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        proc = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, errors="replace",
+                              timeout=settings.test_timeout)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode not in (0, 5):  # 5: nothing collected
+        return None
+    lines = [line.strip() for line in proc.stdout.splitlines()]
+    return [junit_id(line) for line in lines if "::" in line and line.split("::", 1)[0].endswith(".py")]
+
+
+def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: dict,
+               on_count: Callable[[int, int], None],
+               only: tuple[list[str], list[str]] | None = None) -> dict[str, Outcome] | NoReport:  # fmt: skip
     """Outcomes by test id, or the reason the run produced none. ``on_count(done, selected)`` is
-    told the run's own progress as pytest prints it ("[ 12/296]" at the end of a line)."""
+    told the run's own progress as pytest prints it ("[ 12/296]" at the end of a line). ``only``:
+    (JUnit ids, files) — run just those tests of ``tests`` (the rest are deselected)."""
     junit = tree / ".patchkit-junit.xml"
     # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
     args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
@@ -92,6 +150,13 @@ def run_pytest(
         args.append(f"--timeout={settings.per_test_timeout:g}")
     args += xdist_args(settings.workers, env_info, tests)
     env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    if only is not None:
+        plugin = tree.parent / f".patchkit-only-{tree.name}"
+        plugin.mkdir(exist_ok=True)
+        (plugin / "patchkit_only.py").write_text(ONLY_PLUGIN, "utf-8")
+        (plugin / "only.json").write_text(json.dumps({"ids": only[0], "files": only[1]}), "utf-8")
+        env.update(PYTHONPATH=f"{tree}{os.pathsep}{plugin}", PATCHKIT_ONLY=str(plugin / "only.json"))
+        args += ["-p", "patchkit_only"]
     if owns_bytecode(settings.python):
         del env["PYTHONDONTWRITEBYTECODE"]
     proc = subprocess.Popen([*args, *tests], cwd=tree, env=env, stdout=subprocess.PIPE,

@@ -116,6 +116,7 @@ class Outcome:
     text: str = ""  # failure/error/skip message and traceback, trimmed
     cause: str | None = None  # environment rule its text matches (failed, error, skipped)
     teardown_cause: str | None = None  # the body passed; only teardown hit this environment rule
+    seconds: float = field(default=0.0, compare=False)  # JUnit's time: shard balance, time saved
 
     @property
     def broken(self) -> bool:
@@ -128,6 +129,7 @@ def parse_junit(xml_text: str) -> dict[str, Outcome]:
     outcomes: dict[str, Outcome] = {}
     for case in root.iter("testcase"):
         classname, name = case.get("classname", ""), case.get("name", "")
+        seconds = _seconds(case.get("time"))
         test_id = f"{classname}::{name}" if classname else name
         status, text = "passed", ""
         for tag in ("failure", "error", "skipped"):
@@ -142,10 +144,17 @@ def parse_junit(xml_text: str) -> dict[str, Outcome]:
         if status == "error" and text.startswith("failed on teardown") and cause:
             # pytest ran the body and it passed; the upstream cleanup fixture then needed the
             # environment (e.g. an accelerator). The test's verdict is its body's.
-            outcomes[test_id] = Outcome("passed", text[-4000:], None, teardown_cause=cause)
+            outcomes[test_id] = Outcome("passed", text[-4000:], None, teardown_cause=cause, seconds=seconds)
             continue
-        outcomes[test_id] = Outcome(status, text[-4000:], cause)
+        outcomes[test_id] = Outcome(status, text[-4000:], cause, seconds=seconds)
     return outcomes
+
+
+def _seconds(text: str | None) -> float:
+    try:
+        return max(0.0, float(text or 0))
+    except ValueError:
+        return 0.0
 
 
 def module_of(test_id: str) -> str:
@@ -189,7 +198,8 @@ class Comparison:
         return sum(self.count(c) for c in FAILING)
 
 
-PASSED_WITH_PATCH = ("passed", "fixed", "unskipped", "new-passed")
+# passed-with-patch: passed with the patch and the base was not needed (basedemand)
+PASSED_WITH_PATCH = ("passed", "fixed", "unskipped", "new-passed", "passed-with-patch")
 FAILING = ("regressed", "new-failed")
 FINDINGS = ("removed", "newly-skipped")  # shown in the report, never a failure by themselves
 
@@ -252,8 +262,8 @@ def compare(base: dict[str, Outcome], patched: dict[str, Outcome] | None) -> Com
     return result
 
 
-SUMMARY_ORDER = ("fixed", "unskipped", "still-failing", "new-passed", "new-failed", "newly-skipped",
-                 "removed")  # fmt: skip
+SUMMARY_ORDER = ("passed-with-patch", "fixed", "unskipped", "still-failing", "new-passed", "new-failed",
+                 "newly-skipped", "removed")  # fmt: skip
 
 
 def summary_message(cmp: Comparison) -> Message:
@@ -261,8 +271,10 @@ def summary_message(cmp: Comparison) -> Message:
     if cmp.teardown:
         causes = [_cause(name, n, counted=True) for name, n in cmp.teardown.most_common()]
         parts = [Message("tests.part.passed-teardown", {"count": cmp.count("passed"), "causes": causes})]
+    elif cmp.count("passed") or not cmp.count("passed-with-patch"):  # base on demand: "passed on both"
+        parts = [Message("tests.part.passed", {"count": cmp.count("passed")})]  # only where both ran
     else:
-        parts = [Message("tests.part.passed", {"count": cmp.count("passed")})]
+        parts = []
     for category in SUMMARY_ORDER:
         if cmp.count(category):
             parts.append(Message(f"tests.part.{category}", {"count": cmp.count(category)}))

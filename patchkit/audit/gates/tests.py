@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
-import subprocess
+import subprocess  # noqa: F401  (tests patch subprocess.run through this module)
 import tempfile
 import time
 from collections.abc import Callable
@@ -13,6 +11,9 @@ from pathlib import Path
 
 from patchkit import cache, timing
 from patchkit.audit import testenv
+from patchkit.audit import basesides
+from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
+from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
 from patchkit.audit.gates import (
     Gate,
     GateContext,
@@ -23,146 +24,20 @@ from patchkit.audit.gates import (
     not_applied,
     witness,
 )
-from patchkit.audit.inflight import claim, release
 from patchkit.audit.model import Evidence, GateResult
-from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
-from patchkit.audit.pytestrun import NoReport, TestSettings, environment, run_pytest
-from patchkit.audit.testselect import (
-    OUTCOME_FORMAT,
-    Outcome,
-    compare,
-    outcomes_by_path,
-    select_tests,
-    summary_message,
-)
+from patchkit.audit.pytestrun import NoReport, TestSettings, environment
+from patchkit.audit.testplan import expand, owner, pack
+from patchkit.audit.testselect import OUTCOME_FORMAT, compare, is_test_file, select_tests, summary_message
 from patchkit.diff.hunks import HunkMismatch
+from patchkit.errors import UserError
 from patchkit.values import Message
 
-LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
-
-
-def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
-    """A cheap copy of the base (hard links, no .git) with the overlay's files written as new files,
-    so the cached base is never edited."""
-    dest.mkdir(parents=True)
-    for entry in base_root.iterdir():
-        if entry.name == ".git":
-            continue
-        try:
-            linked = subprocess.run(["cp", "-al", str(entry), str(dest / entry.name)], capture_output=True,
-                                    timeout=LINK_TIMEOUT).returncode == 0  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):  # a hung or missing cp: copy in-process instead
-            shutil.rmtree(dest / entry.name, ignore_errors=True)
-            linked = False
-        if not linked:  # another file system, or cp could not: a real copy
-            copy = shutil.copytree if entry.is_dir() else shutil.copy2
-            copy(entry, dest / entry.name)
-    write_over(dest, overlay)
-
-
-def _digest(*parts: object) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def overlay_digest(overlay: Overlay) -> str:
-    return _digest(
-        sorted((p, hashlib.sha256(d).hexdigest() if d is not None else None) for p, d in overlay.items())
-    )
-
-
-def _side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: dict, work: Path, label: str,
-          who: str, progress: Callable[..., None]):  # fmt: skip
-    tree = work / label
-    with timing.stage("tests.materialise", f"{who} {label}"):
-        materialise(settings.base_root, overlay, tree)
-        installed = installed_vllm(settings.python)
-        if installed is not None:  # a compiled build: test the patch against it, not the source tree
-            lay_over(installed, overlay, tree)
-    present = [t for t in tests if (tree / t).exists()]
-    if not present:
-        return {}
-    side = "base" if label == "base" else "patched"
-
-    def on_count(done: int, selected: int) -> None:
-        progress("tests", gate="tests", side=side, done=done, selected=selected)
-
-    with timing.stage(f"tests.pytest.{label}", f"{who}: {len(present)} path(s)"):
-        return run_pytest(settings, tree, present, env_info, on_count)
-
-
-def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path,
-             progress: Callable[..., None], who: str = ""):  # fmt: skip
-    """The base side, cached per selected path under base hash + earlier patches + environment:
-    patches whose selections overlap (and runs after them) run a shared path on the base once.
-    Returns (outcomes or NoReport, how many of the paths came from the cache)."""
-    fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
-    if installed := installed_vllm(settings.python):
-        fingerprint["installed_vllm"] = [str(installed.root), *installed.compiled]
-    common = (OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), fingerprint, settings.per_test_timeout)
-    whole = _digest("baseline", *common, tests)
-    if settings.use_cache and (hit := cache.get_json("audit-baseline", whole)) is not None:
-        return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, len(tests)
-    keys = {t: _digest("baseline-path", *common, t) for t in tests}
-    outcomes: dict[str, Outcome] = {}
-    from_cache: list[str] = []
-
-    def load(paths: list[str]) -> list[str]:
-        """Fill ``outcomes`` from the cache; the paths it does not hold."""
-        left = []
-        for test in paths:
-            hit = cache.get_json("audit-baseline", keys[test]) if settings.use_cache else None
-            if hit is None:
-                left.append(test)
-            else:
-                outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
-                from_cache.append(test)
-        return left
-
-    def run(paths: list[str], where: Path) -> NoReport | None:
-        fresh = _side(settings, pre, paths, env_info, where, "base", who, progress)
-        if not isinstance(fresh, dict):
-            return fresh
-        outcomes.update(fresh)
-        if settings.use_cache:
-            by_path = outcomes_by_path(fresh, paths)
-            if by_path is None:  # paths that overlap or name single tests: only the whole selection
-                cache.put_json(
-                    "audit-baseline", whole, {"outcomes": {t: vars(o) for t, o in outcomes.items()}}
-                )
-            else:
-                for test, mine in by_path.items():
-                    cache.put_json(
-                        "audit-baseline", keys[test], {"outcomes": {t: vars(o) for t, o in mine.items()}}
-                    )
-        return None
-
-    missing = load(tests)
-    if not missing:
-        return outcomes, len(tests)
-    # a path another patch's gate is running on this same base right now: wait for its result
-    # instead of running it twice (jobs > 1); ours are released before waiting (no deadlock)
-    if settings.use_cache:
-        ours, theirs = claim([keys[t] for t in missing])
-    else:  # --no-cache: nothing is shared, every path runs here
-        ours, theirs = {keys[t] for t in missing}, []
-    try:
-        failed = run([t for t in missing if keys[t] in ours], work) if ours else None
-    finally:
-        if settings.use_cache:
-            release(ours)
-    if failed is not None:
-        return failed, len(from_cache)
-    for event in theirs:
-        event.wait()
-    if left := load([t for t in missing if keys[t] not in ours]):  # theirs failed: run them here
-        failed = run(left, work / "after-wait")
-        if failed is not None:
-            return failed, len(from_cache)
-    return outcomes, len(from_cache)
+__all__ = ["LINK_TIMEOUT", "TestSettings", "materialise", "tests_gate"]
 
 
 def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, settings: TestSettings,
-               exists, progress: Callable[..., None] = lambda kind, **data: None) -> GateResult:  # fmt: skip
+               exists, progress: Callable[..., None] = lambda kind, **data: None,
+               files_under: Callable[[str], list[str]] = lambda path: []) -> GateResult:  # fmt: skip
     started = time.perf_counter()
 
     def result(status: str, key: str, params: dict | None = None, evidence: list | None = None,
@@ -173,10 +48,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     cannot = "could-not-run"
     if post is None:
         return not_applied("tests", None)
-    selection = select_tests(patch.test_templates, patch.changed_files, exists)
-    accelerator = host_accelerator()
-    elsewhere = [t for t in patch.focused if t.accelerator and not accelerator and t.path not in selection]
-    selection += [t.path for t in patch.focused if t not in elsewhere and t.path not in selection]
+    selection, elsewhere = selection_for(patch, exists)
     if not selection and elsewhere:
         params = {"count": len(elsewhere), "devices": sorted({t.accelerator for t in elsewhere})}
         expected = [{"path": t.path, "device": t.accelerator} for t in elsewhere]
@@ -190,17 +62,35 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         return result(cannot, "gate.tests.interpreter", {"error": env_info["error"]}, selection=selection)
     if not env_info.get("pytest"):
         return result(cannot, "gate.tests.no-pytest", {"python": settings.python}, selection=selection)
-    work = Path(tempfile.mkdtemp(prefix="patchkit-tests-", dir=_work_root()))
-    try:
-        base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress, patch.name)
-        if isinstance(base_side, NoReport):  # nothing to compare with: the patched run would be wasted
+    full = selection
+    if settings.shard is not None:  # test-level shards: this runner's test files of the selection
+        i, n = settings.shard
+        selection = [f for f in expand(full, files_under) if owner(f, settings.plan, n) == i]
+        if not selection:
+            part = shard_part(settings, full, [], {}, {}, set())
             return result(
-                cannot, "gate.tests.base-run", {"error": base_side.message.to_dict()}, selection=selection
+                cannot, "gate.tests.other-shard", {"shard": f"{i}/{n}"}, selection=full, shard_part=part
             )
-        patch_side = _side(settings, post, selection, env_info, work, "patch", patch.name, progress)
+    work = Path(tempfile.mkdtemp(prefix="patchkit-tests-", dir=_work_root()))
+    whole = {fp.old_path for fp in patch.changed_files if fp.old_path and is_test_file(fp.old_path)
+             and any(under_path(fp.old_path, p) for p in selection)}  # fmt: skip
+    try:  # the patched side first; the base side only where it can change a test's category
+        patch_side = basesides.run_side(
+            settings, post, selection, env_info, work, "patch", patch.name, progress
+        )
+        if isinstance(patch_side, NoReport):  # no outcome with the patch: the whole base tells what broke
+            base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress, patch.name)
+            known, stats = set(base_side) if isinstance(base_side, dict) else set(), {"full": len(selection)}
+        else:
+            base_side, known, stats = _on_demand(settings, pre, selection, whole, patch_side, env_info, work,
+                                                 progress, patch.name)  # fmt: skip
+            base_cached = stats.get("cached-paths", 0)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if isinstance(patch_side, NoReport) and isinstance(base_side, dict) and not patch_side.timed_out:
+    if isinstance(base_side, NoReport):  # nothing to compare with
+        error = {"error": base_side.message.to_dict()}
+        return result(cannot, "gate.tests.base-run", error, selection=selection)
+    if isinstance(patch_side, NoReport) and not patch_side.timed_out:
         passed = sum(o.status == "passed" for o in base_side.values())
         if passed:  # the base ran; with the patch pytest cannot even report: the patch broke it
             params = {"passed": passed, "error": patch_side.message.to_dict()}
@@ -210,37 +100,113 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         return result(
             cannot, "gate.tests.patched-run", {"error": patch_side.message.to_dict()}, selection=selection
         )
-    patched = {} if hung else patch_side
-    cmp = compare(base_side, None if hung else patch_side)
-    details = {
+    details = {"selection": selection, "environment": env_info,
+               "baseline_cached": base_cached == len(selection), "baseline_cached_paths": base_cached,
+               "base_on_demand": stats}  # fmt: skip
+    patched = None if hung else patch_side
+    if settings.shard is not None:  # what `patchkit report` needs to merge the shards (testshards)
+        details["shard_part"] = shard_part(settings, full, selection, base_side, patched, known)
+    return conclude(full, elsewhere, env_info, base_side, patched, known, details, settings, started)
+
+
+def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: dict,
+             patched: dict | None, known: set[str], details: dict, settings: TestSettings,
+             started: float) -> GateResult:  # fmt: skip
+    """The gate's result from both sides' outcomes (``patched`` None: the patched run hung); also
+    what merging test shards gives (``testshards``)."""
+    cannot = "could-not-run"
+
+    def result(status: str, key: str, params: dict | None = None, evidence: list | None = None) -> GateResult:
+        message = Message(key, params or {})
+        return gate_result("tests", status, message, details, time.perf_counter() - started, evidence)
+
+    hung, stats = patched is None, details.get("base_on_demand", {})
+    cmp = compare(base_side, None) if hung else compare_on_demand(base_side, patched, known)
+    patched = patched or {}
+    details.update({
         "selection": selection,
-        "environment": env_info,
-        "baseline_cached": base_cached == len(selection),
-        "baseline_cached_paths": base_cached,
         "counts": {c: len(ids) for c, ids in cmp.rows.items()},
         "causes": dict(cmp.causes),
         "could_not_run_share": round(cmp.count("could-not-run") / cmp.total, 3) if cmp.total else 0.0,
         "base": dict(cmp.base_counts),
         "patched": dict(cmp.patch_counts),
-        "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in ("passed", "skipped")},
+        "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in QUIET},
         "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
         "messages": {t: patched[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patched},
-    }
+        "path_seconds": path_seconds(patched),
+    })  # fmt: skip
     summary = summary_message(cmp)
-    evidence = [_pytest_witness(settings, env_info, selection, "base", cmp.base_counts),
-                _pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]  # fmt: skip
+    evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
+    if stats.get("run") or stats.get("full") or stats.get("cached"):  # the base side as far as it ran
+        evidence.insert(0, _pytest_witness(settings, env_info, selection, "base", cmp.base_counts))
     if hung:
         params = {
             "seconds": f"{settings.test_timeout:g}",
             "base": len(base_side),
             "summary": summary.to_dict(),
         }
-        return result("failed", "gate.tests.patched-timed-out", params, evidence=evidence[:1], **details)
+        return result("failed", "gate.tests.patched-timed-out", params, evidence=evidence[:1])
     if cmp.failing:
-        return result("failed", summary.key, summary.params, evidence=evidence, **details)
+        return result("failed", summary.key, summary.params, evidence=evidence)
     if not cmp.passed_with_patch:  # nothing witnessed that a test passes with the patch
-        return result(cannot, "gate.tests.nothing-passed", {"summary": summary.to_dict()}, **details)
-    return result("passed", summary.key, summary.params, evidence=evidence, **details)
+        return result(cannot, "gate.tests.nothing-passed", {"summary": summary.to_dict()})
+    return result("passed", summary.key, summary.params, evidence=evidence)
+
+
+def path_seconds(patched: dict) -> dict[str, float]:
+    """Recorded seconds per test file with the patch (``--shard`` balances by them)."""
+    out: dict[str, float] = {}
+    for test_id, outcome in patched.items():
+        out[file_of_test(test_id)] = out.get(file_of_test(test_id), 0.0) + outcome.seconds
+    return {p: round(v, 3) for p, v in sorted(out.items())}
+
+
+def shard_part(settings: TestSettings, full: list[str], mine: list[str], base_side: dict,
+               patched: dict | None, known: set[str]) -> dict:  # fmt: skip
+    """This shard's share of a patch's tests, raw, for ``patchkit report`` to merge (``testshards``)."""
+    i, n = settings.shard or (1, 1)
+    return {"shard": f"{i}/{n}", "plan": settings.plan_digest, "selection": full, "files": mine,
+            "base": pack(base_side, False), "patched": None if patched is None else pack(patched, True),
+            "known": sorted(known)}  # fmt: skip
+
+
+QUIET = ("passed", "skipped", "passed-with-patch")  # categories the record counts but does not list
+
+
+def under_path(path: str, selected: str) -> bool:
+    return path == selected or path.startswith(selected.rstrip("/") + "/")
+
+
+def _on_demand(settings: TestSettings, pre: Overlay, selection: list[str], whole: set[str], patch_side: dict,
+               env_info: dict, work: Path, progress: Callable[..., None], who: str):  # fmt: skip
+    """The base side for the tests that need it (``basedemand``); (outcomes or NoReport, the test ids
+    whose base outcome is known, the counts the stage table and the record show)."""
+    started = time.perf_counter()
+    demand = base_demand(patch_side, whole)
+    base_side, cached_paths, counts = base_needed(settings, pre, selection, demand, env_info, work / "demand",
+                                                  progress, who, patch_side)  # fmt: skip
+    if isinstance(base_side, NoReport):
+        return base_side, set(), {}
+    known = {t for t in patch_side if demanded(t, demand) or any(under(t, p) for p in cached_paths)}
+    rest = needs_rest(base_side, patch_side, known)
+    if rest:  # a new test blames an environment cause the base part did not show: the whole base
+        full, _ = baseline(settings, pre, selection, env_info, work, progress, who)
+        if isinstance(full, NoReport):
+            return full, set(), {}
+        base_side, known = {**base_side, **full}, set(patch_side) | set(full)
+    fresh = set(counts.get("ran", []))  # the base ran these here; the others' time is saved
+    saved = 0.0 if rest else round(sum(o.seconds for t, o in patch_side.items() if t not in fresh), 3)
+    stats = {"patched": len(patch_side), "for-failure": len(demand.ids), **demand.why,
+             "run": counts.get("run", 0), "cached": counts.get("cached", 0),
+             "cached-paths": len(cached_paths),
+             "not-needed": len(set(patch_side) - known), "full": len(selection) if rest else 0,
+             "saved_seconds": saved}  # fmt: skip
+    detail = (f"{who}: patched {len(patch_side)} test(s); base {stats['run']} run (for a failure "
+              f"{len(demand.ids)}, deleted/changed {demand.why.get('deleted-or-changed', 0)} file(s)), "
+              f"{stats['cached']} cached, {stats['not-needed']} not needed; ~{saved:.0f} s saved against "
+              "both sides in full (estimate: recorded durations)")  # fmt: skip
+    timing.record("tests.base-on-demand", time.perf_counter() - started, detail, started)
+    return base_side, known, stats
 
 
 def _pytest_witness(
@@ -264,18 +230,46 @@ def _work_root() -> Path:
     return root
 
 
+def selection_for(patch: PatchUnderAudit, exists: Callable[[str], bool]) -> tuple[list, list]:
+    """The patch's test paths, and its focused tests that need an accelerator this host lacks."""
+    selection = select_tests(patch.test_templates, patch.changed_files, exists)
+    accelerator = host_accelerator()
+    elsewhere = [t for t in patch.focused if t.accelerator and not accelerator and t.path not in selection]
+    selection += [t.path for t in patch.focused if t not in elsewhere and t.path not in selection]
+    return selection, elsewhere
+
+
+def tree_predicates(base, post: Overlay | None):
+    """(exists, files_under) of the tree base + ``post``: a path is there; the test files below a
+    directory (``--shard`` expands a selected directory into them)."""
+
+    def exists(path: str) -> bool:
+        in_post = post is not None and any(p == path or p.startswith(path.rstrip("/") + "/") for p in post)
+        return in_post or base.resolve(path).exists()
+
+    def files_under(path: str) -> list[str]:
+        prefix, found = path.rstrip("/") + "/", set()
+        try:
+            root = base.resolve(path.rstrip("/"))
+        except UserError:
+            root = None
+        if root is not None and root.is_dir():
+            found = {p.relative_to(base.root).as_posix() for p in root.rglob("*.py")}
+        for p, data in (post or {}).items():
+            if p.startswith(prefix):
+                (found.add if data is not None else found.discard)(p)
+        return sorted(p for p in found if is_test_file(p))
+
+    return exists, files_under
+
+
 def _run(ctx: GateContext) -> GateResult:
     settings = ctx.settings.get("tests")
     if settings is None:
         return gate_result("tests", "could-not-run", Message("gate.tests.no-settings"))
     pre, post = _test_sides(ctx)
-    trees = ctx.trees
-
-    def exists(path: str) -> bool:
-        in_post = post is not None and any(p == path or p.startswith(path.rstrip("/") + "/") for p in post)
-        return in_post or trees.base.resolve(path).exists()
-
-    return tests_gate(ctx.patch, pre, post, settings, exists, ctx.progress)
+    exists, files_under = tree_predicates(ctx.trees.base, post)
+    return tests_gate(ctx.patch, pre, post, settings, exists, ctx.progress, files_under)
 
 
 def _test_sides(ctx: GateContext) -> tuple[Overlay, Overlay | None]:
@@ -297,7 +291,8 @@ def _cache_config(ctx: GateContext) -> object:
     t = ctx.settings.get("tests")
     if t is None:
         return None
-    return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT]
+    shard = [t.shard, t.plan_digest] if t.shard else []  # a shard's share is not the whole result
+    return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT, *shard]
 
 
 def _environment(settings: dict) -> dict:

@@ -1,0 +1,233 @@
+"""The tests gate's two sides: a cheap copy of the base with an overlay, one pytest run of a side,
+and the base side as the gate needs it — in full per selected path, or on demand (the tests that did
+not pass with the patch, the files it changes or deletes), each cached per base + earlier patches +
+environment and shared between the patches' gates (``inflight``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from patchkit import cache, timing
+from patchkit.audit.basedemand import Demand, file_of_test, gone
+from patchkit.audit.gates import Overlay
+from patchkit.audit.inflight import claim, release
+from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
+from patchkit.audit.pytestrun import NoReport, TestSettings, collect_ids, run_pytest
+from patchkit.audit.testselect import OUTCOME_FORMAT, Outcome, outcomes_by_path
+
+LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
+
+
+def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
+    """A cheap copy of the base (hard links, no .git) with the overlay's files written as new files,
+    so the cached base is never edited."""
+    dest.mkdir(parents=True)
+    for entry in base_root.iterdir():
+        if entry.name == ".git":
+            continue
+        try:
+            linked = subprocess.run(["cp", "-al", str(entry), str(dest / entry.name)], capture_output=True,
+                                    timeout=LINK_TIMEOUT).returncode == 0  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):  # a hung or missing cp: copy in-process instead
+            shutil.rmtree(dest / entry.name, ignore_errors=True)
+            linked = False
+        if not linked:  # another file system, or cp could not: a real copy
+            copy = shutil.copytree if entry.is_dir() else shutil.copy2
+            copy(entry, dest / entry.name)
+    write_over(dest, overlay)
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def overlay_digest(overlay: Overlay) -> str:
+    return _digest(
+        sorted((p, hashlib.sha256(d).hexdigest() if d is not None else None) for p, d in overlay.items())
+    )
+
+
+def run_side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: dict, work: Path,
+             label: str, who: str, progress: Callable[..., None],
+             only: tuple[list[str], list[str]] | None = None):  # fmt: skip
+    tree = work / label
+    with timing.stage("tests.materialise", f"{who} {label}"):
+        materialise(settings.base_root, overlay, tree)
+        installed = installed_vllm(settings.python)
+        if installed is not None:  # a compiled build: test the patch against it, not the source tree
+            lay_over(installed, overlay, tree)
+    present = [t for t in tests if (tree / t).exists()]
+    if not present:
+        return {}
+    side = "base" if label == "base" else "patched"
+
+    def on_count(done: int, selected: int) -> None:
+        progress("tests", gate="tests", side=side, done=done, selected=selected)
+
+    with timing.stage(f"tests.pytest.{label}", f"{who}: {len(present)} path(s)"):
+        return run_pytest(settings, tree, present, env_info, on_count, only)
+
+
+def base_key(settings: TestSettings, pre: Overlay, env_info: dict) -> tuple:
+    """What a base-side outcome depends on: the base, the patches before, the environment."""
+    fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
+    if installed := installed_vllm(settings.python):
+        fingerprint["installed_vllm"] = [str(installed.root), *installed.compiled]
+    return OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), fingerprint, settings.per_test_timeout
+
+
+def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path,
+             progress: Callable[..., None], who: str = ""):  # fmt: skip
+    """The base side, cached per selected path under base hash + earlier patches + environment:
+    patches whose selections overlap (and runs after them) run a shared path on the base once.
+    Returns (outcomes or NoReport, how many of the paths came from the cache)."""
+    common = base_key(settings, pre, env_info)
+    whole = _digest("baseline", *common, tests)
+    if settings.use_cache and (hit := cache.get_json("audit-baseline", whole)) is not None:
+        return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, len(tests)
+    keys = {t: _digest("baseline-path", *common, t) for t in tests}
+    outcomes: dict[str, Outcome] = {}
+    from_cache: list[str] = []
+
+    def load(paths: list[str]) -> list[str]:
+        """Fill ``outcomes`` from the cache; the paths it does not hold."""
+        left = []
+        for test in paths:
+            hit = cache.get_json("audit-baseline", keys[test]) if settings.use_cache else None
+            if hit is None:
+                left.append(test)
+            else:
+                outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
+                from_cache.append(test)
+        return left
+
+    def run(paths: list[str], where: Path) -> NoReport | None:
+        fresh = run_side(settings, pre, paths, env_info, where, "base", who, progress)
+        if not isinstance(fresh, dict):
+            return fresh
+        outcomes.update(fresh)
+        if settings.use_cache:
+            by_path = outcomes_by_path(fresh, paths)
+            if by_path is None:  # paths that overlap or name single tests: only the whole selection
+                cache.put_json(
+                    "audit-baseline", whole, {"outcomes": {t: vars(o) for t, o in outcomes.items()}}
+                )
+            else:
+                for test, mine in by_path.items():
+                    cache.put_json(
+                        "audit-baseline", keys[test], {"outcomes": {t: vars(o) for t, o in mine.items()}}
+                    )
+        return None
+
+    missing = load(tests)
+    if not missing:
+        return outcomes, len(tests)
+    # a path another patch's gate is running on this same base right now: wait for its result
+    # instead of running it twice (jobs > 1); ours are released before waiting (no deadlock)
+    if settings.use_cache:
+        ours, theirs = claim([keys[t] for t in missing])
+    else:  # --no-cache: nothing is shared, every path runs here
+        ours, theirs = {keys[t] for t in missing}, []
+    try:
+        failed = run([t for t in missing if keys[t] in ours], work) if ours else None
+    finally:
+        if settings.use_cache:
+            release(ours)
+    if failed is not None:
+        return failed, len(from_cache)
+    for event in theirs:
+        event.wait()
+    if left := load([t for t in missing if keys[t] not in ours]):  # theirs failed: run them here
+        failed = run(left, work / "after-wait")
+        if failed is not None:
+            return failed, len(from_cache)
+    return outcomes, len(from_cache)
+
+
+def under(test_id: str, path: str) -> bool:
+    """Whether a JUnit test id lies in a selected path (a test file or a directory)."""
+    module = (path[:-3] if path.endswith(".py") else path.rstrip("/")).replace("/", ".")
+    return test_id == module or test_id.startswith((module + ".", module + "::"))
+
+
+def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], demand: Demand, env_info: dict,
+                work: Path, progress: Callable[..., None], who: str = "",
+                patched: dict | None = None):  # fmt: skip
+    """The base side on demand: the selected paths the cache holds in full (as the two-sided run
+    left them), then ``demand``'s files and tests, from the cache per file / per test or run here
+    in one pytest run. Returns (outcomes or NoReport, the paths cached in full, counts: run / cached)."""
+    common = base_key(settings, pre, env_info)
+    outcomes: dict[str, Outcome] = {}
+    stats: Counter = Counter()
+    whole: list[str] = []
+    for path in selection if settings.use_cache else []:
+        if (hit := cache.get_json("audit-baseline", _digest("baseline-path", *common, path))) is not None:
+            outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
+            whole.append(path)
+    if changed := [f for f in demand.changed if not any(under(f[:-3].replace("/", "."), p) for p in whole)]:
+        tree = work / "collect"  # the base's tests in the files the patch changes: those gone with it run
+        materialise(settings.base_root, pre, tree)
+        present = [f for f in changed if (tree / f).exists()]
+        collected = collect_ids(settings, tree, present) if present else []
+        if collected is None:  # the base cannot collect them alone: run them in full
+            demand.files = sorted(set(demand.files) | set(changed))
+        else:
+            demand.ids = sorted(set(demand.ids) | set(gone(collected, patched or {})))
+    files = [f for f in demand.files if not any(under(f[:-3].replace("/", "."), p) for p in whole)]
+    ids = [t for t in demand.ids if not any(under(t, p) for p in whole)]
+    stats["cached"] += len(demand.ids) - len(ids) + len(demand.files) - len(files)
+    keys = {**{("id", t): _digest("baseline-test", *common, t) for t in ids},
+            **{("file", f): _digest("baseline-file", *common, f) for f in files}}  # fmt: skip
+
+    def load(wanted: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        left = []
+        for want in wanted:
+            hit = cache.get_json("audit-baseline", keys[want]) if settings.use_cache else None
+            if hit is None:
+                left.append(want)
+                continue
+            outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
+            stats["cached"] += 1
+        return left
+
+    def run(wanted: list[tuple[str, str]], where: Path) -> NoReport | None:
+        only = ([w for kind, w in wanted if kind == "id"], [w for kind, w in wanted if kind == "file"])
+        paths = sorted(set(only[1]) | {file_of_test(t) for t in only[0]})
+        fresh = run_side(settings, pre, paths, env_info, where, "base", who, progress, only)
+        if not isinstance(fresh, dict):
+            return fresh
+        outcomes.update(fresh)
+        ran = set(only[0]) | {t for t in fresh if any(under(t, f) for f in only[1])}
+        stats["run"] += len(ran)
+        stats["ran"] = sorted(set(stats.get("ran", [])) | ran)
+        for kind, what in wanted if settings.use_cache else []:
+            mine = {t: vars(o) for t, o in fresh.items() if (t == what if kind == "id" else under(t, what))}
+            cache.put_json("audit-baseline", keys[(kind, what)], {"outcomes": mine})
+        return None
+
+    missing = load(list(keys))
+    if not missing:
+        return outcomes, whole, stats
+    if settings.use_cache:
+        ours, theirs = claim([keys[w] for w in missing])
+    else:
+        ours, theirs = {keys[w] for w in missing}, []
+    try:
+        failed = run([w for w in missing if keys[w] in ours], work) if ours else None
+    finally:
+        if settings.use_cache:
+            release(ours)
+    if failed is not None:
+        return failed, whole, stats
+    for event in theirs:
+        event.wait()
+    if left := load([w for w in missing if keys[w] not in ours]):  # theirs failed: run them here
+        if (failed := run(left, work / "after-wait")) is not None:
+            return failed, whole, stats
+    return outcomes, whole, stats
