@@ -99,7 +99,9 @@ def test_line_analysis_and_undefined_globals() -> None:
     assert defined_names("with open(p) as fh:") == {"fh"}
     source = b"import os\nX = 1\ndef f(a):\n    global G\n    G = a\n    return os, X, G, a, req, len\n"
     assert undefined_globals(source) == {"req"}
-    assert undefined_globals(b"from x import *\nprint(y)\n") == {"y"}  # a star import file is analysed (issue 25)
+    assert undefined_globals(b"from x import *\nprint(y)\n") == {
+        "y"
+    }  # a star import file is analysed (issue 25)
     assert undefined_globals(b"def (:\n") is None
 
 

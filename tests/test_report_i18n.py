@@ -112,10 +112,7 @@ def test_zh_report_of_real_gate_results_has_no_english_gate_sentence(audited):
         assert "补丁新引入 1 个 ruff 问题：F401" in text
         assert "dco 未通过：" in text and "在序列中的位置上打不上" in text
         assert "按序列顺序可以打上；需要先打 0001-calc.patch" in text
-        assert (
-            "tests 在本机无法运行：打补丁后没有任何选中的测试通过" in text
-            and "没有加速卡 1 个" in text
-        )
+        assert "tests 在本机无法运行：打补丁后没有任何选中的测试通过" in text and "没有加速卡 1 个" in text
         assert not re.search(r"\b(gate|reason|dco\.commit|tests\.part)\.[a-z-]+", text)  # no raw key
     assert "没有 Signed-off-by（作者 Ada Dev &lt;ada@example.org&gt;）" in render_html(record, "zh")
     console = Console(file=io.StringIO(), width=200)

@@ -138,9 +138,13 @@ class CrossFile:
     def sites(self, problem: Problem, later: set[str]) -> list[tuple[Block, int, int]]:
         """(block, start, stop) of the added statements of ``later`` domains that introduce the name."""
         if problem.kind == "undefined":  # per file: the statements of that file that bind it
-            return [(b, start, stop) for b in self._of(problem.file) for start, stop in statements(b.new)
-                    if any(b.new_domains[i].domain in later for i in range(start, stop))
-                    and _binds(problem.name, b.new[start:stop])]
+            return [
+                (b, start, stop)
+                for b in self._of(problem.file)
+                for start, stop in statements(b.new)
+                if any(b.new_domains[i].domain in later for i in range(start, stop))
+                and _binds(problem.name, b.new[start:stop])
+            ]
         if problem.kind == "module":
             base = problem.name.replace(".", "/")
             own = (base + ".py", base + "/__init__.py")

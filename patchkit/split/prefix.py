@@ -97,7 +97,10 @@ def _undefined(base: BaseTree, states: list[tuple[str, Files]], final: Files, to
         return {p: files[p] if p in files else base.read(p) for p in paths}
 
     asked = [side({}, py), side(final, py)]
-    asked += [side(files, sorted(p for p in touched_at[k] if p.endswith(".py"))) for k, (_, files) in enumerate(states)]
+    asked += [
+        side(files, sorted(p for p in touched_at[k] if p.endswith(".py")))
+        for k, (_, files) in enumerate(states)
+    ]
     try:
         found = undefined.check(asked)
     except undefined.NoRuff as exc:
@@ -170,5 +173,11 @@ def problem_text(record: dict) -> str:
 
 
 __all__ = [
-    "PrefixResult", "Problem", "check_prefixes", "check_series", "check_states", "problem_text", "series_states",
-]  # fmt: skip
+    "PrefixResult",
+    "Problem",
+    "check_prefixes",
+    "check_series",
+    "check_states",
+    "problem_text",
+    "series_states",
+]

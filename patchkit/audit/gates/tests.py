@@ -10,8 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit import testenv
-from patchkit.audit import basesides
+from patchkit.audit import basesides, testenv
 from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
 from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
 from patchkit.audit.gates import (
