@@ -259,3 +259,30 @@ def test_a_star_import_file_far_from_the_definition_is_analysed(tmp_path) -> Non
     for name, files in states:  # wherever f reads LIMIT, the file binds it
         text = files.get("pkg/core.py", b"").decode()
         assert "return LIMIT" not in text or "LIMIT = 3" in text, (name, text)
+
+
+RULES_CONSTS = RULES.replace("paths = ['pkg/caller.py']", "paths = ['pkg/caller.py', 'pkg/consts.py']")
+
+
+def _keyword_move_no_reorder_fixture():
+    """As above, and the late domain's new module imports a constant the early domain's new file
+    defines: putting the late patch first is no way out, the move must bring the import along."""
+    base, final = _keyword_move_fixture()
+    final = {
+        **final,
+        "pkg/consts.py": "FAST = True\n",
+        "pkg/newmod.py": "from pkg.consts import FAST\n\n\nclass NewClass:\n    fast = FAST\n",
+        "pkg/caller.py": "from pkg.consts import FAST\nfrom pkg.engine import Engine\n\n\ndef make():\n"
+        "    return Engine(1, fast=FAST)\n",
+    }
+    return base, final, RULES_CONSTS
+
+
+def test_a_keyword_move_with_annotations_when_no_reorder_helps(tmp_path) -> None:
+    base, final, rules = _keyword_move_no_reorder_fixture()
+    result, states, prefixes, caused = _witnessed(tmp_path, base, final, rules)
+    assert caused == [] and prefixes.ok, (caused, prefixes.failures)
+    for name, files in states:
+        caller = files.get("pkg/caller.py") or base["pkg/caller.py"].encode()
+        engine = files.get("pkg/engine.py") or base["pkg/engine.py"].encode()
+        assert b"fast=FAST" not in caller or b"fast=False" in engine, name
