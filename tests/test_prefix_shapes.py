@@ -143,7 +143,8 @@ def test_a_keyword_argument_line_is_not_a_definition_of_the_local(tmp_path) -> N
 def _keyword_move_fixture():
     """The caller (early) passes a keyword the late domain adds to ``Engine.__init__``; the block
     that adds it also annotates a parameter with ``NewClass``, whose import (and module) the late
-    domain keeps. Moving the signature to the caller's patch must bring the import with it."""
+    domain keeps. Moving the signature into the caller's patch without that import leaves a state
+    that reads ``NewClass`` unbound (667170b took that move: only import problems were counted)."""
     base = {
         **INIT,
         "pkg/engine.py": "import os\n\n\nclass Engine:\n    def __init__(self, a):\n        self.a = a\n"
@@ -161,7 +162,7 @@ def _keyword_move_fixture():
     return base, final
 
 
-def test_a_keyword_move_carrying_annotations_brings_their_import(tmp_path) -> None:
+def test_a_keyword_move_carrying_annotations_is_judged_by_undefined_names(tmp_path) -> None:
     base, final = _keyword_move_fixture()
     result, states, prefixes, caused = _witnessed(tmp_path, base, final)
     assert caused == [] and prefixes.ok, (caused, prefixes.failures)
@@ -266,7 +267,7 @@ RULES_CONSTS = RULES.replace("paths = ['pkg/caller.py']", "paths = ['pkg/caller.
 
 def _keyword_move_no_reorder_fixture():
     """As above, and the late domain's new module imports a constant the early domain's new file
-    defines: putting the late patch first is no way out, the move must bring the import along."""
+    defines: putting the late patch first is no way out (its state imports a file it lacks)."""
     base, final = _keyword_move_fixture()
     final = {
         **final,
