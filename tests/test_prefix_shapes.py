@@ -287,3 +287,50 @@ def test_a_keyword_move_with_annotations_when_no_reorder_helps(tmp_path) -> None
         caller = files.get("pkg/caller.py") or base["pkg/caller.py"].encode()
         engine = files.get("pkg/engine.py") or base["pkg/engine.py"].encode()
         assert b"fast=FAST" not in caller or b"fast=False" in engine, name
+
+
+RULES_THREE = r"""
+[[domain]]
+name = "early"
+  [[domain.match]]
+  paths = ['pkg/**']
+  patterns = ['USE']
+
+[[domain]]
+name = "mid"
+  [[domain.match]]
+  paths = ['pkg/**']
+  patterns = ['MID']
+
+[[domain]]
+name = "late"
+paths = ['pkg/**']
+"""
+
+
+def _keyword_line_elsewhere_fixture():
+    """Three domains. The first domain's only line is the keyword argument ``kwargs=x,`` in a call
+    of ``f``; in ``g`` the last domain binds the local ``kwargs`` and, a dozen unchanged lines
+    below, the middle domain reads it. Taken for a definition, the keyword line "defines kwargs in
+    time for everyone" and the middle patch is left reading a local it does not bind."""
+    base = {
+        **INIT,
+        "pkg/core.py": SEND + "def f(x):\n    return send(\n        a=x,\n    )\n\n\n" + CONSTANTS + "\n\n"
+        "def g(a):\n" + FILLER + "    return [a]\n",
+    }
+    final = {
+        **INIT,
+        "pkg/core.py": SEND + "def f(x):\n    return send(\n        a=x,\n        kwargs=x,  # USE\n    )\n\n\n"
+        + CONSTANTS + "\n\ndef g(a):\n    kwargs = {'b': a}\n" + FILLER + "    print(kwargs)  # MID\n"
+        "    return [a]\n",
+    }
+    return base, final, RULES_THREE
+
+
+def test_a_keyword_argument_line_elsewhere_does_not_bind_a_later_local(tmp_path) -> None:
+    base, final, rules = _keyword_line_elsewhere_fixture()
+    result, states, prefixes, caused = _witnessed(tmp_path, base, final, rules)
+    assert caused == [] and prefixes.ok, (caused, prefixes.failures)
+    for name, files in states:  # wherever g reads kwargs, g binds it
+        text = files.get("pkg/core.py", b"").decode()
+        assert "print(kwargs)" not in text or "kwargs = {'b': a}" in text, (name, text)
