@@ -320,8 +320,12 @@ def _keyword_line_elsewhere_fixture():
     }
     final = {
         **INIT,
-        "pkg/core.py": SEND + "def f(x):\n    return send(\n        a=x,\n        kwargs=x,  # USE\n    )\n\n\n"
-        + CONSTANTS + "\n\ndef g(a):\n    kwargs = {'b': a}\n" + FILLER + "    print(kwargs)  # MID\n"
+        "pkg/core.py": SEND
+        + "def f(x):\n    return send(\n        a=x,\n        kwargs=x,  # USE\n    )\n\n\n"
+        + CONSTANTS
+        + "\n\ndef g(a):\n    kwargs = {'b': a}\n"
+        + FILLER
+        + "    print(kwargs)  # MID\n"
         "    return [a]\n",
     }
     return base, final, RULES_THREE
