@@ -338,3 +338,27 @@ def test_a_keyword_argument_line_elsewhere_does_not_bind_a_later_local(tmp_path)
     for name, files in states:  # wherever g reads kwargs, g binds it
         text = files.get("pkg/core.py", b"").decode()
         assert "print(kwargs)" not in text or "kwargs = {'b': a}" in text, (name, text)
+
+
+def test_the_prefix_check_sees_an_undefined_name_in_a_star_import_file(tmp_path) -> None:
+    """In a file with a star import ruff reports a read of a name the file does not bind as F405,
+    not F821: the prefix check counts it too (what the star really provides is on the base and in
+    the final state, so it is not the split's)."""
+    (tmp_path / "a" / "pkg").mkdir(parents=True)
+    (tmp_path / "a" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "a" / "pkg" / "core.py").write_text("from os.path import *\n\n\ndef old():\n    return sep\n")
+    tree = BaseTree(tmp_path / "a")
+    star = b"from os.path import *\n\n\ndef old():\n    return sep\n"
+    broken = {"pkg/core.py": star + b"\n\ndef f():\n    return LIMIT\n"}
+    final = {
+        "pkg/core.py": star.replace(b"\n\n\ndef", b"\n\nLIMIT = 3\n\n\ndef")
+        + b"\n\ndef f():\n    return LIMIT\n"
+    }
+    # the witness of the fixture: ruff run here sees LIMIT in the broken state only
+    assert _ruff(tmp_path / "rb", broken, ",F405") - _ruff(tmp_path / "rf", final, ",F405") == {
+        ("pkg/core.py", "`LIMIT` may be undefined, or defined from star imports")
+    }
+    result = check_states(tree, [("0001-a.patch", broken), ("0002-b.patch", final)], final)
+    assert [(f["patch"], f["kind"], f["name"]) for f in result.failures] == [
+        ("0001-a.patch", "undefined", "LIMIT")
+    ]
