@@ -28,7 +28,7 @@ class PrefixResult:
     failures: list[dict] = field(default_factory=list)  # the split's: exit 1
     replay_findings: list[dict] = field(default_factory=list)  # the replay's final state has them too
     seconds: float = 0.0
-    undefined_names: str = "not checked"  # "ruff F821,F822,F823", or "could not run: why"
+    undefined_names: str = "not checked"  # "ruff F821,F822,F823,F405", or "could not run: why"
 
     @property
     def ok(self) -> bool:

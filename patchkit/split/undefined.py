@@ -1,4 +1,5 @@
-"""Undefined names in tree states, by ruff's own rules (F821, F822, F823), not by patchkit's reading;
+"""Undefined names in tree states, by ruff's own rules (F821, F822, F823; F405 in a file with a star
+import), not by patchkit's reading;
 and in the same pass what only the compiler refuses (F701, F702, F704, F706: ``return`` outside a
 function), since ``ast.parse`` takes it.
 
@@ -24,7 +25,10 @@ from functools import cache
 
 from patchkit.split.static import Problem
 
-CODES = ("F821", "F822", "F823")
+# F405: in a file with a star import ruff reports a read of a name the file does not bind as F405,
+# not F821 (the star may provide it); what the star does provide is on the base and in the final
+# state too, so it is not the split's
+CODES = ("F821", "F822", "F823", "F405")
 # what ``ast.parse`` lets through and ``compile()`` refuses: break/continue outside a loop, yield
 # or return outside a function; reported as kind ``syntax`` (the state does not compile)
 COMPILE = {"F701": "'break' outside loop", "F702": "'continue' not properly in loop",
