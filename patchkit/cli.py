@@ -125,7 +125,9 @@ def rebase(
     continue_: Annotated[bool, typer.Option("--continue", help="go on after resolving the worktree")] = False,
     abort: Annotated[bool, typer.Option("--abort", help="drop the rebase, restore --out as it was")] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="also write the report here")] = None,
-    accept_delete: Annotated[bool, typer.Option(help="--continue: a deleted file is its deletion")] = False,
+    accept_delete: Annotated[
+        bool, typer.Option("--accept-delete", help="--continue: a deleted file is its deletion")
+    ] = False,
 ) -> None:
     """Carry a series to a new base with a 3-way merge; stop on conflicts like git rebase."""
     from patchkit.commands import rebase as command

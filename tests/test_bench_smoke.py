@@ -89,7 +89,10 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
         "patchkit.cli",
         "patchkit.commands",
         "patchkit.commands.conventions",
+        "patchkit.commands.editverbs",  # the edit loop's Typer wiring (each verb imports its module when run)
+        "patchkit.commands.ci",  # `patchkit ci`'s Typer sub-app, likewise
         "patchkit.console",
+        "patchkit.errors",
     ]
     assert sorted(help_["patchkit_modules"]) == sorted(wiring)
     status = import_profile(["status", "--target", "checkout", "--path", str(replay.base)], 1, tmp_path)

@@ -124,3 +124,22 @@ def test_a_pipeline_without_gpu_tests_still_merges(sdk, tmp_path):
         and "'tests/x y/test_a.py'" in doc["steps"][1]["command"][-1]
     )
     assert schema_errors(sdk, doc, tmp_path) == []
+
+
+def test_the_pipeline_installs_the_revision_under_audit_never_a_bare_name(project):
+    """PyPI's `patchkit` is another project: the default install step is vllm-patchkit at a pinned commit,
+    checked by the CI templates' own bare-install checker (fails on the pipeline's first default,
+    `pip install patchkit`)."""
+    from test_distribution import bare_installs
+
+    root, series = project
+    gpu = accelerator_tests(series, BaseTree(root), load_rules(FAKE_TREE / "domains.toml"))
+    doc = pipeline(str(series), 2, gpu)
+    commands = [c for step in doc["steps"] for c in step["command"]]
+    installs = [c for c in commands if "pip install" in c]
+    assert len(installs) == len(doc["steps"])  # every step installs patchkit first
+    for command in installs:
+        runtime = command.replace("$$", "$")  # what the agent runs
+        assert bare_installs(runtime) == [], runtime
+        assert "=~ ^[0-9a-f]{40}$ ]]" in runtime and "git+${PATCHKIT_GIT}@${PATCHKIT_REV}" in runtime
+    assert bare_installs("pip install patchkit") == ["'patchkit' in `pip install patchkit`"]

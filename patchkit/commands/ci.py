@@ -20,7 +20,7 @@ def buildkite(series_dir: Path | None, pin_file: Path | None, base: Path | None,
     from patchkit.base.tree import BaseTree
     from patchkit.config import load_config, project_config
     from patchkit.output import info
-    from patchkit.pipelines.buildkite import accelerator_tests, pipeline
+    from patchkit.pipelines.buildkite import INSTALL, accelerator_tests, pipeline
     from patchkit.split.rules import load_rules
 
     if not 1 <= shards <= 256:
@@ -31,7 +31,10 @@ def buildkite(series_dir: Path | None, pin_file: Path | None, base: Path | None,
         raise UserError("not a series directory (no 'series' file)", str(series_dir))
     tree = BaseTree(base if base is not None else prepare_base(config.target))  # the GPU steps' tests
     gpu = accelerator_tests(series_dir, tree, load_rules(config.series.rules))
-    text = json.dumps(pipeline(str(series_dir), shards, gpu, install, queue, gpu_queue), indent=2) + "\n"
+    text = (
+        json.dumps(pipeline(str(series_dir), shards, gpu, install or INSTALL, queue, gpu_queue), indent=2)
+        + "\n"
+    )
     if out is None or str(out) == "-":
         print(text, end="")
     else:
@@ -83,7 +86,12 @@ def ci_buildkite(
     out: Annotated[Optional[Path], typer.Option(help="write the pipeline JSON here (else stdout)")] = None,
     queue: Annotated[Optional[str], typer.Option(help="agents queue of the shard and report steps")] = None,
     gpu_queue: Annotated[str, typer.Option(help="agents queue of the GPU steps")] = "gpu",
-    install: Annotated[str, typer.Option(help="the step's install command")] = "pip install patchkit",
+    install: Annotated[
+        str,
+        typer.Option(
+            help="the step's install command (default: vllm-patchkit at $PATCHKIT_GIT@$PATCHKIT_REV)"
+        ),
+    ] = "",
 ) -> None:
     """A Buildkite pipeline: a step per test shard, a GPU step per patch, the report merge."""
     _invoke(buildkite, series_dir, pin, base, shards, out, queue, gpu_queue, install)

@@ -43,7 +43,16 @@ def _key(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")[:90] or "step"
 
 
-def pipeline(series: str, shards: int, gpu: list[GpuTests], install: str = "pip install patchkit",
+# patchkit at the revision under audit, never a bare name from the index (PyPI's `patchkit` is another
+# project): the pipeline's environment names where (PATCHKIT_GIT) and which full commit (PATCHKIT_REV);
+# `$$` defers the variables to the step's run time.
+INSTALL = (
+    '[[ "$$PATCHKIT_REV" =~ ^[0-9a-f]{40}$$ ]] || { echo "set PATCHKIT_REV to a full commit id"; exit 2; }; '
+    'pip install "vllm-patchkit @ git+$${PATCHKIT_GIT}@$${PATCHKIT_REV}"'
+)
+
+
+def pipeline(series: str, shards: int, gpu: list[GpuTests], install: str = INSTALL,
              queue: str | None = None, gpu_queue: str = "gpu") -> dict:  # fmt: skip
     """The pipeline as a dict (written as JSON, which Buildkite reads as YAML)."""
     s = shlex.quote(series)

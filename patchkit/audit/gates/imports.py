@@ -86,7 +86,7 @@ def _python_version(python: str) -> str:
 
 
 def undefined_names(base, overlay: dict, paths: list[str]) -> list | None:
-    """ruff F821/F822/F823 (split/'s analysis, ``split.undefined``) on ``paths`` of base + overlay,
+    """ruff F821/F822/F823 and F405 (split/'s analysis, ``split.undefined``) on ``paths`` of base + overlay,
     as ``split.static`` problems of kind ``undefined``; None when no ruff can run here (the gate
     then records that its static half checked imports and keywords only)."""
     files = {p: overlay[p] if p in overlay else base.read(p) for p in paths if p.endswith(".py")}
@@ -211,7 +211,7 @@ def _decide(problems: list, real: dict[str, dict], reason: str | None, count: in
     )
 
 
-STATIC = "patchkit static check (split/static.py: imports, keywords; split/undefined.py: ruff F821/F822/F823)"
+STATIC = "patchkit static check (split/static.py: imports, keywords; split/undefined.py: ruff F821/F822/F823, F405)"
 
 
 def _ancestry(modules: list[str]) -> set[str]:
