@@ -205,3 +205,30 @@ def test_the_imports_gate_static_half_includes_undefined_names(tmp_path) -> None
         ("pkg/core.py", "undefined", "NewClass", "F821")
     ]
     assert undefined_names(base, {}, ["pkg/core.py"]) == []
+
+
+def test_a_ruff_run_that_fails_leaves_no_clean_answer_behind(monkeypatch):
+    """A ruff process that fails is NoRuff every time it is asked, never an empty answer the next
+    time (before: the memo held "no problem" for every file of the failed run)."""
+    from patchkit.split import undefined
+
+    state = {"vllm/failing_run_probe.py": b"print(never_defined_probe_name)\n"}
+    monkeypatch.setattr(undefined, "command", lambda: ["false", "{dir}"])
+    for _ in range(2):
+        with pytest.raises(undefined.NoRuff):
+            undefined.check([state])
+    monkeypatch.undo()
+    (found,) = undefined.check([state])
+    assert [q.name for q in found] == ["never_defined_probe_name"]
+
+
+def test_the_ruff_process_started_in_a_thread_answers_as_check():
+    from patchkit.split import undefined
+
+    states = [
+        {"vllm/async_probe_a.py": b"x = undefined_in_a\n"},
+        {"vllm/async_probe_b.py": b"import os\nos.getcwd()\n"},
+    ]
+    wait = undefined.check_async(states)
+    assert [[q.name for q in s] for s in wait()] == [["undefined_in_a"], []]
+    assert wait() == undefined.check(states)

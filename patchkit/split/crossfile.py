@@ -96,32 +96,45 @@ class CrossFile:
         final = {p: state_of(p, every) for p in self.paths}
         self.packages = first_party(self.paths, lambda p: final[p] if p in final else base.read(p))
         self.final = final
+        py = [p for p in self.paths if p.endswith(".py")]
+        # ruff's undefined names of the base and the final state are not the split's: its process
+        # runs beside the static checks below (undefined.check_async)
+        self.ends: list = [{p: final[p] for p in py}, {p: base.read(p) for p in py}]
+        self.pending = undefined.check_async(self.ends)
         end = tree_state(base, final, self.packages, self.memo)
         start = tree_state(base, {}, self.packages, self.memo)
-        py = [p for p in self.paths if p.endswith(".py")]
         self.known = {q.key for p in py for q in end.check(p)} | {q.key for p in py for q in start.check(p)}
-        # ruff's undefined names of the base and the final state are not the split's: asked in
-        # the same ruff process as the first prefix states
-        self.ends: list = [{p: final[p] for p in py}, {p: base.read(p) for p in py}]
         self.ruff = True
 
     def problems(self, order: list[str]) -> list[tuple[int, Problem]]:
         """Every prefix state's problems the base and the final state do not have: static ones
         and ruff's undefined names (one ruff process for all the states)."""
         out = []
-        asked = []
+        asked, states = [], []
         for k in range(len(order) - 1):
             chosen = set(order[: k + 1])
             touched = [p for p in self.paths if any(d in chosen for b in self._of(p) for d in b.domains())]
             files = {p: self.state_of(p, chosen) for p in touched}
+            states.append((k, touched, files))
+            asked.append({p: d for p, d in files.items() if p.endswith(".py")})
+        answer = None
+        if self.ruff:  # ruff's process runs while the static checks below run
+            try:
+                if self.pending is not None:
+                    self.pending, wait = None, self.pending
+                    wait()
+            except undefined.NoRuff:
+                self.ruff = False
+            else:
+                answer = undefined.check_async(self.ends + asked)
+        for k, touched, files in states:
             state = tree_state(self.base, files, self.packages, self.memo)
             for path in touched:
                 if path.endswith(".py"):
                     out += [(k, q) for q in state.check(path) if q.key not in self.known]
-            asked.append({p: d for p, d in files.items() if p.endswith(".py")})
-        if self.ruff:
+        if answer is not None:
             try:
-                found = undefined.check(self.ends + asked)
+                found = answer()
             except undefined.NoRuff:
                 self.ruff = False
                 return out

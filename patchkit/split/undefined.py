@@ -21,6 +21,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections.abc import Callable
 from functools import cache
 
 from patchkit.split.static import Problem
@@ -69,6 +71,34 @@ def check(states: list[Files]) -> list[list[Problem]]:
              for q in _MEMO[(p, d)]] for files in states]  # fmt: skip
 
 
+def check_async(states: list[Files]) -> Callable[[], list[list[Problem]]]:
+    """``check`` with its ruff process started now, in a thread (the process runs on another core
+    while the caller does its own checks); the returned function waits and answers as ``check``
+    (``NoRuff`` included). Call it before any other ``check``."""
+    todo = sorted({(p, d) for files in states for p, d in files.items()
+                   if p.endswith(".py") and d is not None and (p, d) not in _MEMO})  # fmt: skip
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            _run(todo)
+        except BaseException as exc:  # answered by wait(), in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=work, name="patchkit-ruff", daemon=True) if todo else None
+    if thread is not None:
+        thread.start()
+
+    def wait() -> list[list[Problem]]:
+        if thread is not None:
+            thread.join()
+        if failed:
+            raise failed[0]
+        return check(states)
+
+    return wait
+
+
 def check_one(files: Files) -> list[Problem]:
     return check([files])[0]
 
@@ -81,13 +111,14 @@ def _run(todo: list[tuple[str, bytes]]) -> None:
         _MEMO.clear()
     with tempfile.TemporaryDirectory(prefix="patchkit-undefined-") as tmp:
         where: dict[str, tuple[str, bytes]] = {}
+        found: dict[tuple[str, bytes], list[Problem]] = {}
         for i, (path, data) in enumerate(todo):
             name = os.path.join(tmp, str(i), path)
             os.makedirs(os.path.dirname(name), exist_ok=True)
             with open(name, "wb") as handle:
                 handle.write(data)
             where[os.path.realpath(name)] = (path, data)
-            _MEMO[(path, data)] = []
+            found[(path, data)] = []
         argv = [*command()[:-1], tmp]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
@@ -99,17 +130,18 @@ def _run(todo: list[tuple[str, bytes]]) -> None:
                 continue
             if code in COMPILE:
                 line = (finding.get("location") or {}).get("row", 0)
-                _MEMO[key].append(Problem(key[0], line, "syntax", f"line {line}: {COMPILE[code]}", code))
+                found[key].append(Problem(key[0], line, "syntax", f"line {line}: {COMPILE[code]}", code))
                 continue
             name = re.search(r"`([^`]+)`", finding.get("message", ""))
             line = (finding.get("location") or {}).get("row", 0)
-            _MEMO[key].append(
+            found[key].append(
                 Problem(key[0], line, "undefined", name.group(1) if name else "?", finding["code"])
             )
+        _MEMO.update(found)  # only what ruff answered: a failed run leaves no entry behind
 
 
 def text(problem: Problem) -> str:
     return f"{problem.file}:{problem.line}: name {problem.name!r} is undefined ({problem.target})"
 
 
-__all__ = ["CODES", "NoRuff", "check", "check_one", "command", "ruff_command", "text"]
+__all__ = ["CODES", "NoRuff", "check", "check_async", "check_one", "command", "ruff_command", "text"]
