@@ -8,40 +8,29 @@ every edit command) finishes a change whose swap happened, and discards one whos
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import hashlib
 import json
-import os
 import shutil
 from pathlib import Path
 
 from patchkit.atomic import write_atomic
 from patchkit.errors import UserError
+from patchkit.txn import transaction
+from patchkit.txn.journal import fsync_dir
 
 JOURNAL = "patchkit-edit.journal.json"
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
 
 
 def exchange(a: Path, b: Path) -> None:
-    """Swap two directories in one step (Linux renameat2); elsewhere a refusal, not a half swap."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    func = getattr(libc, "renameat2", None)
-    if func is None:
-        raise UserError("this system has no renameat2: the series dir cannot be swapped in one step")
-    if func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
-        err = ctypes.get_errno()
-        raise UserError(f"cannot swap {a} and {b}: {os.strerror(err) or errno.errorcode.get(err)}")
-    _fsync_dir(a.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    """Swap two directories in one step (``patchkit.txn``'s renameat2); elsewhere a refusal, not a
+    half swap."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        swapped = transaction.exchange(a, b)
+    except OSError as exc:
+        raise UserError(f"cannot swap {a} and {b}: {exc.strerror}") from exc
+    if not swapped:
+        raise UserError("this system has no renameat2: the series dir cannot be swapped in one step")
+    fsync_dir(a.parent)
 
 
 def dir_digest(path: Path) -> str:
@@ -59,12 +48,12 @@ def journal_path(gitdir: Path) -> Path:
 
 def begin(gitdir: Path, record: dict) -> None:
     write_atomic(journal_path(gitdir), json.dumps(record, indent=1) + "\n")
-    _fsync_dir(gitdir)
+    fsync_dir(gitdir)
 
 
 def end(gitdir: Path) -> None:
     journal_path(gitdir).unlink(missing_ok=True)
-    _fsync_dir(gitdir)
+    fsync_dir(gitdir)
 
 
 def pending(gitdir: Path) -> dict | None:

@@ -211,7 +211,7 @@ def _decide(problems: list, real: dict[str, dict], reason: str | None, count: in
     )
 
 
-STATIC = "patchkit static check (split/static.py: imports, keywords; split/undefined.py: ruff F821/F822/F823, F405)"
+STATIC = "patchkit static check (split/static.py: imports, keywords; split/undefined.py: ruff F821-3, F405)"
 
 
 def _ancestry(modules: list[str]) -> set[str]:
