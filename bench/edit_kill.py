@@ -6,7 +6,7 @@ killed too; then one recovery command (``patchkit edit --path WT`` or ``absorb -
 After it the series dir is byte for byte (sha256 of every file, nothing more, nothing less) the
 series before the command or the one an uninterrupted run writes, never a mix or missing; the work
 tree's files (the user's uncommitted edits and untracked notes) are as they were (``drop``, which
-runs on a clean tree, may have moved them to the new chain: then they are that run's); HEAD, the
+runs only on a clean tree, takes the dropped patch's lines out: then they are the new run's); HEAD, the
 index (``git status``) and the work tree's record agree with that series; no record, staged dir or
 git lock file is left; ``git fsck --full --strict`` is clean.
 
