@@ -82,6 +82,8 @@ class Profile:
         self.where: dict[str, int] = {}
         self.ends: dict[str, int] = {}
         self.recovered: dict[str, int] = {}
+        self.left: dict[str, int] = {}  # before each recovery: a record or none, the series old or new
+        self.op = ""
         self.problems: list[str] = []
         self.states: dict[str, dict] = {}
         self.seconds: dict[str, float] = {}
@@ -214,6 +216,11 @@ class Profile:
 
     def recover(self, rng: random.Random) -> tuple[int, str]:
         """One recovery command; one time in four a first one killed part-way."""
+        now, states = hashes(self.series), self.states[self.op]
+        series = next((name for name in ("old", "new") if now == states[name]["series"]), "neither")
+        record = (self.wt / ".git" / "patchkit-txn" / "dirswap.json").exists()
+        left = f"record, series {series}" if record else f"no record, series {series}"
+        self.left[left] = self.left.get(left, 0) + 1
         argv = rng.choice([["edit", "--path", str(self.wt)], ["absorb", "--dry-run", "--path", str(self.wt)]])
         if rng.random() < 0.25 and (self.wt / ".git" / "patchkit-txn" / "dirswap.json").exists():
             self.killed(argv, rng, 1.5, "recovery")
@@ -250,7 +257,7 @@ class Profile:
         return end
 
     def round(self, rng: random.Random) -> None:
-        op = rng.choice(sorted(OPS))
+        op = self.op = rng.choice(sorted(OPS))
         self.put_back(self.work / f"before-{op}")
         self.killed(self.argv(op), rng, self.seconds[op], op)
         code, said = self.recover(rng)
@@ -285,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                    "old": sum(v for k, v in ends.items() if k.endswith(":old")),
                    "new": sum(v for k, v in ends.items() if k.endswith(":new")),
                    "wrong": sum(v for k, v in ends.items() if k.endswith("WRONG")),
+                   "before_recovery": dict(sorted(profile.left.items())),
                    "recovery_said": dict(sorted(profile.recovered.items())), "problems": profile.problems,
                    "op_seconds": {k: round(v, 2) for k, v in profile.seconds.items()},
                    "seconds": round(time.monotonic() - started, 1)}  # fmt: skip

@@ -28,6 +28,7 @@ def test_short_edit_kill_profile_ends_old_or_new_with_the_users_edits_kept(tmp_p
     assert result["kills_total"] >= 15 and result["wrong"] == 0 and result["problems"] == []
     assert result["old"] >= 1 and result["new"] >= 1, result["ends"]
     assert set(result["killed_at"]) - {"random delay"}, "no kill landed at a step of patchkit.txn"
+    assert result["before_recovery"].get("record, series new", 0) >= 1, "no kill between swap and forward"
     assert result["recovery_said"].get("finished", 0) >= 1, "no kill after a swap was finished by recovery"
 
 

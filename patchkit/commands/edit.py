@@ -60,6 +60,8 @@ def write_json(json_out: Path | None, record: dict) -> None:
 
 def show(outcome, json_out: Path | None) -> int:
     """The lines every edit verb prints: where each hunk went, what stayed, the checks."""
+    if outcome.recovered:
+        output.info(outcome.recovered)
     for hunk, name in outcome.assigned:
         output.info(f"{hunk.where()} -> {name}")
     for hunk in outcome.left:

@@ -15,7 +15,7 @@ from patchkit.edit import gitops
 from patchkit.edit.chain import Item, rebuild
 from patchkit.edit.hunks import Hunk, assign, diff_u0, join
 from patchkit.edit.render import Checks
-from patchkit.edit.worktree import Work, land, load, lock
+from patchkit.edit.worktree import Work, land, load, lock, recover
 from patchkit.errors import CheckFailed, UserError
 from patchkit.series.files import load_entries
 from patchkit.series.model import SplitPatch
@@ -31,11 +31,13 @@ class Outcome:
     checks: Checks | None = None
     changed: list[str] = field(default_factory=list)
     dry_run: bool = False
+    recovered: str | None = None  # a change a crash cut short, finished or undone first
 
     def to_dict(self) -> dict:
         return {
             "op": self.op,
             "dry_run": self.dry_run,
+            "recovered": self.recovered,
             "changed": self.changed,
             "assigned": [{"hunk": h.where(), "patch": n} for h, n in self.assigned],
             "left": [h.where() for h in self.left],
@@ -50,7 +52,10 @@ def locked(verb: Callable[..., Outcome]) -> Callable[..., Outcome]:
     @functools.wraps(verb)
     def run(path: Path, *args, **kwargs) -> Outcome:
         with lock(path):
-            return verb(load(path), *args, **kwargs)
+            note = recover(path)
+            outcome = verb(load(path), *args, **kwargs)
+            outcome.recovered = note
+            return outcome
 
     return run
 
