@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from patchkit.edit import ops, txn, worktree
+from patchkit.edit import ops, worktree
 from patchkit.errors import CheckFailed
 from patchkit.interdiff.compare import compare, load_side
+from patchkit.txn import dirswap
 
 ENV = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
 
@@ -159,12 +160,12 @@ def test_signoff_adds_only_the_users_own(loop):
 
 def test_refresh_refused_when_a_later_patch_touches_the_lines(loop):
     sub(loop.path / "pkg" / "c.py", "return 7 + 300", "return 7 + 303")
-    before = txn.dir_digest(loop.series)
+    before = dirswap.digest(loop.series)
     with pytest.raises(
         CheckFailed, match=r"refresh 0001-alpha-change-a.patch refused: .*pkg/c.py:3[0-9] .*0003-gamma"
     ):
         ops.refresh(loop.path, "0001")
-    assert txn.dir_digest(loop.series) == before
+    assert dirswap.digest(loop.series) == before
 
 
 def test_drop_refused_while_a_later_patch_needs_it(loop):
@@ -195,23 +196,23 @@ def test_new_makes_a_patch_of_commuting_changes(loop):
 
 def test_a_crash_after_the_swap_is_finished_and_one_before_is_undone(loop, monkeypatch):
     sub(loop.path / "pkg" / "a.py", "return 3 + 100", "return 3 + 104")
-    old = txn.dir_digest(loop.series)
+    old = dirswap.digest(loop.series)
     monkeypatch.setattr(worktree, "_forward", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         ops.absorb(loop.path)
-    assert txn.pending(loop.gitdir) is not None and txn.dir_digest(loop.series) != old
+    assert dirswap.pending(worktree.state_dir(loop.path)) is not None and dirswap.digest(loop.series) != old
     monkeypatch.undo()
     assert "finished" in worktree.recover(loop.path)
     assert "+    return 3 + 104" in (loop.series / loop.names[0]).read_text()
     assert git(loop.path, "status", "--short") == ""
     sub(loop.path / "pkg" / "a.py", "return 3 + 104", "return 3 + 105")
-    new = txn.dir_digest(loop.series)
-    monkeypatch.setattr(txn, "commit_swap", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    new = dirswap.digest(loop.series)
+    monkeypatch.setattr(dirswap, "exchange", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         ops.absorb(loop.path)
     monkeypatch.undo()
     assert "undid" in worktree.recover(loop.path)
-    assert txn.dir_digest(loop.series) == new and "return 3 + 105" in (loop.path / "pkg" / "a.py").read_text()
+    assert dirswap.digest(loop.series) == new and "return 3 + 105" in (loop.path / "pkg" / "a.py").read_text()
 
 
 def test_diff_between_two_revisions(loop, tmp_path):

@@ -166,3 +166,21 @@ def test_checker_finds_a_cycle_and_a_private_import(tmp_path: Path) -> None:
             test_no_private_name_imported_across_modules()
     finally:
         PACKAGE, MODULES = saved
+
+
+def test_the_edit_loop_keeps_no_transaction_machinery_of_its_own() -> None:
+    """One transaction mechanism (``patchkit.txn``): no module of ``patchkit/edit`` writes a journal
+    or swaps a directory itself; every mention of a journal there is an import from patchkit.txn
+    (the kill profile of the edit loop, tests/test_edit_kill.py, is the behaviour this keeps)."""
+    edit = PACKAGE / "edit"
+    assert not (edit / "txn.py").exists() and not (edit / "journal.py").exists()
+    wrong = []
+    for path in sorted(edit.rglob("*.py")):
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            own = "journal" in code.lower() and not code.lstrip().startswith("from patchkit.txn")
+            if own or "renameat2" in code or "exchange(" in code or "RENAME_EXCHANGE" in code:
+                wrong.append(f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}")
+    assert wrong == []
+    uses = "".join(p.read_text("utf-8") for p in edit.rglob("*.py"))
+    assert "from patchkit.txn import dirswap" in uses and "from patchkit.txn.lock import target_lock" in uses

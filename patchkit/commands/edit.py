@@ -17,10 +17,12 @@ def run(
     from patchkit.edit import worktree
 
     if (path / ".git" / worktree.META).is_file():
-        note = worktree.recover(path)
-        if note:
-            output.info(note)
-        work, made = worktree.load(path), False
+        with worktree.lock(path):  # and a change a crash cut short finished or undone, said
+            note = worktree.recover(path)
+            if note:
+                output.info(note)
+            work, made = worktree.load(path), False
+            lines = worktree.describe(work)
     else:
         if series is None:
             raise UserError("give the series dir: patchkit edit SERIES --path DIR")
@@ -28,7 +30,7 @@ def run(
 
         tree, _ = resolve_base(base, pin_file)
         work, made = worktree.create(series, path, tree.root)
-    lines = worktree.describe(work)
+        lines = worktree.describe(work)
     output.info(("made " if made else "already there, nothing overwritten: ") + lines[0])
     for line in lines[1:]:
         output.info(line)
@@ -58,6 +60,8 @@ def write_json(json_out: Path | None, record: dict) -> None:
 
 def show(outcome, json_out: Path | None) -> int:
     """The lines every edit verb prints: where each hunk went, what stayed, the checks."""
+    if outcome.recovered:
+        output.info(outcome.recovered)
     for hunk, name in outcome.assigned:
         output.info(f"{hunk.where()} -> {name}")
     for hunk in outcome.left:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from patchkit import git
 from patchkit.errors import UserError
+from patchkit.txn.children import child_options
 
 
 def run(
@@ -19,7 +20,8 @@ def run(
     env: dict[str, str] | None = None,
     check: bool = True,
 ) -> bytes:
-    """``git -C repo ARGS`` with the user's identity (not git.run's fixed patchkit one)."""
+    """``git -C repo ARGS`` with the user's identity (not git.run's fixed patchkit one), in its own
+    process group and ended with patchkit (``txn.children``), as every git call of patchkit."""
     proc = raw(repo, args, data, env or {})
     if check and proc.returncode != 0:
         raise UserError(
@@ -40,6 +42,7 @@ def raw(repo: Path, args: list[str], data: bytes | None, extra: dict[str, str]):
             capture_output=True,
             env=env,
             timeout=git.timeout_for(args),
+            **child_options(),  # its own process group, ended with patchkit (even by kill -9)
         )
     except subprocess.TimeoutExpired:
         raise UserError(f"git {args[0]} timed out in {repo}") from None

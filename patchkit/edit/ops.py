@@ -1,9 +1,13 @@
-"""The edit verbs over a work tree: absorb, refresh, new, drop, move. Each computes the new chain,
-then ``worktree.land`` writes, proves, checks and swaps it in (or nothing changes)."""
+"""The edit verbs over a work tree: absorb, refresh, new, drop, move. Each holds the work tree's
+lock for the whole command (``patchkit.txn.lock``), recovers a change a crash cut short, computes
+the new chain, then ``worktree.land`` writes, proves, checks and swaps it in (or nothing changes)."""
 
 from __future__ import annotations
 
+import functools
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,7 +15,7 @@ from patchkit.edit import gitops
 from patchkit.edit.chain import Item, rebuild
 from patchkit.edit.hunks import Hunk, assign, diff_u0, join
 from patchkit.edit.render import Checks
-from patchkit.edit.worktree import Work, land, load
+from patchkit.edit.worktree import Work, land, load, lock, recover
 from patchkit.errors import CheckFailed, UserError
 from patchkit.series.files import load_entries
 from patchkit.series.model import SplitPatch
@@ -27,17 +31,44 @@ class Outcome:
     checks: Checks | None = None
     changed: list[str] = field(default_factory=list)
     dry_run: bool = False
+    recovered: str | None = None  # a change a crash cut short, finished or undone first
 
     def to_dict(self) -> dict:
         return {
             "op": self.op,
             "dry_run": self.dry_run,
+            "recovered": self.recovered,
             "changed": self.changed,
             "assigned": [{"hunk": h.where(), "patch": n} for h, n in self.assigned],
             "left": [h.where() for h in self.left],
             "commits_on_top": self.dropped_commits,
             "checks": self.checks.to_dict() if self.checks else None,
         }
+
+
+def locked(verb: Callable[..., Outcome]) -> Callable[..., Outcome]:
+    """``verb(work, ...)`` as ``verb(path, ...)``: under the work tree's lock, after its recovery."""
+
+    @functools.wraps(verb)
+    def run(path: Path, *args, **kwargs) -> Outcome:
+        with lock(path):
+            note = recover(path)
+            outcome = verb(load(path), *args, **kwargs)
+            outcome.recovered = note
+            return outcome
+
+    return run
+
+
+def now() -> int:
+    """The time an edit records: ``SOURCE_DATE_EPOCH`` when set (reproducible), else the clock."""
+    text = os.environ.get("SOURCE_DATE_EPOCH")
+    if text is None:
+        return int(time.time())
+    try:
+        return int(text)
+    except ValueError:
+        raise UserError(f"SOURCE_DATE_EPOCH={text!r} is not an integer number of seconds") from None
 
 
 def pending_hunks(work: Work) -> tuple[list[Hunk], int]:
@@ -56,7 +87,7 @@ def _items(work: Work) -> list[Item]:
 
 
 def _edits(op: str, pairs: list[tuple[Hunk, str]]) -> list[dict]:
-    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now()))
     return [
         {
             "command": op,
@@ -88,8 +119,8 @@ def _fold(
     return outcome
 
 
-def absorb(path: Path, dry_run: bool = False, into: str | None = None, signoff: bool = False) -> Outcome:
-    work = load(path)
+@locked
+def absorb(work: Work, dry_run: bool = False, into: str | None = None, signoff: bool = False) -> Outcome:
     hunks, on_top = pending_hunks(work)
     outcome = Outcome("absorb", dry_run=dry_run, dropped_commits=on_top)
     target_of_left = work.index_of(into) if into is not None else None
@@ -107,8 +138,8 @@ def absorb(path: Path, dry_run: bool = False, into: str | None = None, signoff: 
     return _fold(work, "absorb", items, outcome.assigned, signoff, outcome)
 
 
-def refresh(path: Path, patch: str, signoff: bool = False) -> Outcome:
-    work = load(path)
+@locked
+def refresh(work: Work, patch: str, signoff: bool = False) -> Outcome:
     index = work.index_of(patch)
     hunks, on_top = pending_hunks(work)
     later = [h for h in hunks if h.target is not None and h.target > index]
@@ -125,8 +156,8 @@ def refresh(path: Path, patch: str, signoff: bool = False) -> Outcome:
     return _fold(work, "refresh", items, outcome.assigned, signoff, outcome)
 
 
-def new(path: Path, name: str, after: str | None = None, signoff: bool = False) -> Outcome:
-    work = load(path)
+@locked
+def new(work: Work, name: str, after: str | None = None, signoff: bool = False) -> Outcome:
     position = work.index_of(after) + 1 if after is not None else len(work.names)
     hunks, on_top = pending_hunks(work)
     if not hunks:
@@ -141,7 +172,7 @@ def new(path: Path, name: str, after: str | None = None, signoff: bool = False) 
     if filename in work.names or "/" in name:
         raise UserError(f"new {name}: {filename} is already a patch of the series (or not a file name)")
     author, mail = gitops.user_identity(work.path)
-    stamp = f"{int(time.time())} +0000"
+    stamp = f"{now()} +0000"
     info = {
         "GIT_AUTHOR_NAME": author,
         "GIT_AUTHOR_EMAIL": mail,
@@ -174,8 +205,8 @@ def needs(work: Work) -> dict[str, list[str]]:
     return {p.filename: list(p.depends_on) for p in patches}
 
 
-def drop(path: Path, patch: str) -> Outcome:
-    work = load(path)
+@locked
+def drop(work: Work, patch: str) -> Outcome:
     index = work.index_of(patch)
     name = work.names[index]
     _clean(work, f"drop {name}")
@@ -200,8 +231,8 @@ def drop(path: Path, patch: str) -> Outcome:
     return outcome
 
 
-def move(path: Path, patch: str, after: str) -> Outcome:
-    work = load(path)
+@locked
+def move(work: Work, patch: str, after: str) -> Outcome:
     index = work.index_of(patch)
     name = work.names[index]
     items = _items(work)

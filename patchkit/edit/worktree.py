@@ -1,22 +1,35 @@
 """``patchkit edit``'s work tree: a git repository with one base commit, then one commit per patch
 (author, date, subject and body from the patch headers, through ``git am``), and the record of which
-commit is which patch (``.git/patchkit-edit.json``); the one way a change lands in it (``land``)."""
+commit is which patch (``.git/patchkit-edit.json``); the one way a change lands in it (``land``).
+
+Crash safety is ``patchkit.txn``'s: every command holds the work tree's lock (``txn.lock``, in
+``.git/patchkit-txn/``) and recovers first; a change is one ``txn.dirswap`` of the series dir whose
+follow-up (``_forward``: the branch, HEAD, the index and the record moved to the new chain) is
+idempotent. The work tree's files are written only by ``drop`` (on a clean tree), so the user's
+edits stay as they are whatever happens; git runs in its own process group (``txn.children``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree
-from patchkit.edit import gitops, render, txn
+from patchkit.edit import gitops, render
 from patchkit.errors import UserError
 from patchkit.series.files import load_entries
+from patchkit.txn import dirswap
+from patchkit.txn.journal import step, write_json_durable
+from patchkit.txn.lock import target_lock
 
 META = "patchkit-edit.json"
+STATE = "patchkit-txn"  # in .git: the lock and the record of a change in progress
 BRANCH = "patchkit"
+LOCK_TIMEOUT = 30.0
 _BASE_ID = {
     "GIT_AUTHOR_NAME": "patchkit base",
     "GIT_AUTHOR_EMAIL": "patchkit@localhost",
@@ -62,7 +75,20 @@ def _save(work: Work) -> None:
         "base_commit": work.base_commit,
         "patches": [{"name": n, "commit": c} for n, c in zip(work.names, work.commits)],
     }
-    write_atomic(work.gitdir / META, json.dumps(record, indent=1) + "\n")
+    write_json_durable(work.gitdir / META, record)
+
+
+def state_dir(path: Path) -> Path:
+    return path / ".git" / STATE
+
+
+@contextlib.contextmanager
+def lock(path: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the work tree's lock (``patchkit.txn.lock``) for a whole edit command."""
+    if not (path / ".git" / META).is_file():
+        raise UserError(f"{path} is not a patchkit edit work tree (run patchkit edit SERIES --path {path})")
+    with target_lock(state_dir(path), timeout, f"the edit work tree {path}"):
+        yield
 
 
 def load(path: Path) -> Work:
@@ -160,25 +186,34 @@ def describe(work: Work) -> list[str]:
 
 
 def recover(path: Path) -> str | None:
-    """Finish (the series dir was swapped) or undo (it was not) a change a crash interrupted."""
-    gitdir = path / ".git"
-    record = txn.pending(gitdir)
-    if record is None:
+    """Finish (the series dir was swapped) or undo (it was not) a change a crash interrupted; the
+    caller holds the lock."""
+    done = dirswap.recover(state_dir(path), partial(_forward, path))
+    if done is None:
+        _remove_staged_leftover(path)
         return None
-    for lock in ("index.lock", "HEAD.lock", f"refs/heads/{BRANCH}.lock"):
-        (gitdir / lock).unlink(missing_ok=True)  # ours: the journal says we were writing
-    if txn.swapped(record):
-        _forward(path, record)
+    outcome, record = done
+    if outcome == "finished":
         return f"finished the interrupted {record['op']} (the new series was in place)"
-    txn.discard(Path(record["staged"]))
-    txn.end(gitdir)
     return f"undid the interrupted {record['op']} (the series was not changed)"
 
 
+def _remove_staged_leftover(path: Path) -> None:
+    """A series staged by a command killed before its record was written: never swapped in."""
+    try:
+        series = Path(json.loads((path / ".git" / META).read_text("utf-8"))["series"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    shutil.rmtree(render.staged_dir(series), ignore_errors=True)
+
+
 def _forward(path: Path, record: dict) -> None:
+    """The work tree moved to the record's chain; each step idempotent (recovery runs it again)."""
     gitops.run(path, ["update-ref", f"refs/heads/{BRANCH}", record["new_head"]])
     gitops.run(path, ["symbolic-ref", "HEAD", f"refs/heads/{BRANCH}"])
+    step("edit:ref")
     gitops.run(path, ["reset", "-q", "--hard" if record.get("files") else "--mixed", record["new_head"]])
+    step("edit:reset")
     work = Work(
         path.resolve(),
         Path(record["series"]),
@@ -188,27 +223,25 @@ def _forward(path: Path, record: dict) -> None:
         record["commits"],
     )
     _save(work)
-    txn.discard(Path(record["staged"]))
-    txn.end(path / ".git")
+    step("edit:saved")
 
 
 def land(
     work: Work, op: str, names: list[str], commits: list[str], edits: list[dict], files: bool = False
 ) -> render.Checks:
-    """Write, check, swap in and record a new chain: the one way any edit command changes anything."""
+    """Write, check, swap in and record a new chain: the one way any edit command changes anything
+    (the caller holds the work tree's lock)."""
     before = render.prefix_problems(work.series, work.base())
     staged = render.write_staged(work.path, work.series, list(zip(names, commits)), work.base_commit, edits)
     head = commits[-1] if commits else work.base_commit
     try:
         checks = render.check(work.path, staged, work.base(), work.base_commit, head, before)
     except BaseException:
-        txn.discard(staged)
+        shutil.rmtree(staged, ignore_errors=True)
         raise
     record = {
         "op": op,
         "series": str(work.series),
-        "staged": str(staged),
-        "new_digest": txn.dir_digest(staged),
         "old_head": gitops.rev(work.path, "HEAD"),
         "new_head": head,
         "base_dir": str(work.base_dir),
@@ -216,9 +249,7 @@ def land(
         "names": names,
         "commits": commits,
         "files": files,
-        "pid": os.getpid(),
     }
-    txn.begin(work.gitdir, record)
-    txn.commit_swap(work.series, staged)
-    _forward(work.path, record)
+    git_locks = [work.gitdir / name for name in ("index.lock", "HEAD.lock", f"refs/heads/{BRANCH}.lock")]
+    dirswap.change(state_dir(work.path), work.series, staged, record, partial(_forward, work.path), git_locks)
     return checks
