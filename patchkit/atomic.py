@@ -9,9 +9,11 @@ from pathlib import Path
 from patchkit.errors import UserError
 
 
-def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+def write_atomic(path: Path, data: bytes | str, mode: int = 0o644, durable: bool = True) -> None:
     """Write ``data`` to a temp file beside ``path``, fsync, rename into place: a failure (full
-    disk, a directory in the way) leaves the previous version intact and is one UserError line."""
+    disk, a directory in the way) leaves the previous version intact and is one UserError line.
+    ``durable=False`` skips the fsync: for scratch files that a later transaction writes durably
+    (a split's staging dir), never for a file the user keeps."""
     payload = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
     path = Path(path)
     if path.is_dir():
@@ -23,7 +25,8 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
             handle.write(payload)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:

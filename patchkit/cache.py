@@ -164,15 +164,14 @@ def remove_entry(kind: str, key: str) -> None:
         shutil.rmtree(store_dir(kind, key), ignore_errors=True)
 
 
-ENVELOPE = "patchkit-cache-entry/1"
+ENVELOPE = "patchkit-cache-entry/2"
 MAX_RESULT_BYTES = 256 * 1024 * 1024
 _told: set[str] = set()
 
 
-def _checksum(kind: str, key: str, obj: Any) -> str:
-    """sha256 of the key an entry was written under and of its content (canonical JSON)."""
-    body = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(f"{kind}\0{key}\0{body}".encode("utf-8", errors="surrogateescape")).hexdigest()
+def _checksum(kind: str, key: str, body: bytes) -> str:
+    """sha256 of the key an entry was written under and of its content's bytes as stored."""
+    return hashlib.sha256(f"{kind}\0{key}\0".encode("utf-8", errors="surrogateescape") + body).hexdigest()
 
 
 def _miss(path: Path, why: str) -> None:
@@ -201,17 +200,19 @@ def get_json(kind: str, key: str) -> Any | None:
             data = handle.read(MAX_RESULT_BYTES + 1)
         if len(data) > MAX_RESULT_BYTES:
             raise ValueError("too large")
-        record = json.loads(data)
+        head, newline, body = data.partition(b"\n")
+        record = json.loads(head) if newline else None
         if not isinstance(record, dict) or record.get("format") != ENVELOPE:
             raise ValueError("not a patchkit cache entry")
         if record.get("kind") != kind or record.get("key") != key:
             raise ValueError("written under another key")
-        if record.get("sha256") != _checksum(kind, key, record.get("value")):
+        if record.get("bytes") != len(body) or record.get("sha256") != _checksum(kind, key, body):
             raise ValueError("its checksum does not match its content")
+        value = json.loads(body)
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
         _miss(path, str(exc)[:80] if isinstance(exc, ValueError) else type(exc).__name__)
         return None
-    return record["value"]
+    return value
 
 
 def put_json(kind: str, key: str, obj: Any) -> Path | None:
@@ -219,16 +220,18 @@ def put_json(kind: str, key: str, obj: Any) -> Path | None:
     its path. A cache that cannot be written (full, read-only, a directory in the way that cannot
     be removed) only costs time: said once, None."""
     path = json_path(kind, key)
-    record = {"format": ENVELOPE, "kind": kind, "key": key, "sha256": _checksum(kind, key, obj), "value": obj}
+    # the header line names the key and the checksum of the body's bytes: a reader verifies the
+    # bytes it read (one sha256) instead of serialising the value again
+    body = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("ascii") + b"\n"
+    header = {"format": ENVELOPE, "kind": kind, "key": key, "bytes": len(body), "sha256": _checksum(kind, key, body)}
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)  # a directory where an entry belongs is damage
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=2, sort_keys=True, ensure_ascii=False)
-            handle.write("\n")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(json.dumps(header, sort_keys=True).encode("ascii") + b"\n" + body)
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:

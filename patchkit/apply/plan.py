@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from patchkit.apply import paths, sitepackages
+from patchkit.apply import paths
 from patchkit.apply.target import Target, read_file, safe_path
 from patchkit.apply.target import checkout_target as checkout_target
 from patchkit.apply.target import site_packages_target as site_packages_target
@@ -212,6 +212,8 @@ def _record_change(target: Target, plan: Plan) -> tuple[str, bytes, bytes] | Non
         return None
     old = dist.record.read_bytes()
     rows = {rel: new for rel, (_, new, _, _) in plan.changes.items()}
+    from patchkit.apply import sitepackages
+
     new = sitepackages.updated_record(old, "", rows, dist.cache_tag)
     return str(dist.record.relative_to(target.root)), old, new
 
@@ -303,6 +305,8 @@ def _file_records(target: Target, changes: dict) -> dict:
 def _after_commit(target: Target, modules: list[str]) -> list[str]:
     if target.dist is None or not modules:
         return []
+    from patchkit.apply import sitepackages
+
     note = sitepackages.byte_compile(target.root, modules, target.dist.python)
     return [note] if note else [f"byte-compiled {len(modules)} module(s) ({target.dist.cache_tag})"]
 

@@ -6,11 +6,13 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from patchkit import git
-from patchkit.apply import paths, sitepackages
-from patchkit.apply.sitepackages import Distribution
+from patchkit.apply import paths
 from patchkit.errors import UserError
+
+if TYPE_CHECKING:  # loaded by the site-packages target only (csv, base64, RECORD rules)
+    from patchkit.apply.sitepackages import Distribution
 
 
 @dataclass
@@ -41,6 +43,8 @@ def checkout_target(path: Path) -> Target:
     if dotgit.is_dir():
         state_dir = dotgit / "patchkit"
     elif dotgit.is_file():  # a linked worktree: its git dir lives elsewhere
+        from patchkit import git  # a linked worktree only
+
         state_dir = Path(git.output(["rev-parse", "--absolute-git-dir"], root).strip()) / "patchkit"
     else:
         state_dir = root / ".patchkit"
@@ -48,6 +52,8 @@ def checkout_target(path: Path) -> Target:
 
 
 def site_packages_target(python: str | None, site_packages: Path | None) -> Target:
+    from patchkit.apply import sitepackages
+
     dist = sitepackages.locate(python, site_packages)
     return Target("site-packages", dist.location, dist.location / ".patchkit", dist)
 

@@ -21,6 +21,7 @@ class BaseTree:
         self.root = root.resolve()
         self._data: dict[str, bytes | None] = {}
         self._modes: dict[str, str | None] = {}
+        self._dirs: dict[str, bool] = {}  # directory -> its real path is inside the tree
 
     def read(self, path: str) -> bytes | None:
         if path not in self._data:
@@ -45,13 +46,20 @@ class BaseTree:
         return self.mode(path) is not None
 
     def resolve(self, path: str) -> Path:
-        """The file's location, refusing any path that leaves the tree."""
+        """The file's location, refusing any path that leaves the tree (a link as the file itself,
+        or a directory on the way that resolves outside it). A directory's real path is looked up
+        once: the many files of one package share it."""
         if path.startswith("/") or ".." in path.split("/") or "\\" in path:
             raise UserError(f"path {path!r} escapes the base tree")
-        full = self.root / path
-        if full.is_symlink() or not os.path.realpath(full).startswith(str(self.root) + os.sep):
+        parent, _, _name = path.rpartition("/")
+        inside = self._dirs.get(parent)
+        if inside is None:
+            real = os.path.realpath(os.path.join(self.root, parent)) if parent else str(self.root)
+            inside = self._dirs[parent] = real == str(self.root) or real.startswith(str(self.root) + os.sep)
+        full = os.path.join(self.root, path)
+        if not inside or os.path.islink(full):
             raise UserError(f"path {path!r} resolves outside the base tree")
-        return full
+        return Path(full)
 
 
 def detect_prefix(replay: Replay, base: BaseTree) -> str:

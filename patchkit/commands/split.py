@@ -78,8 +78,9 @@ def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Pa
         compute_dependencies(tree, result.series.patches, result.overlays)
         supplied = supplied_author(author) if any(c is None for c in replay.commits) else None
         staging = staging_dir(out)  # written and proven here; --out changes only in publish_series
+        # scratch: publish_series's transaction is what writes --out durably (one fsync per file)
         written = write_series(staging, result.series, result.texts, result.overlays, record=False,
-                               supplied=supplied)  # split.json below  # fmt: skip
+                               supplied=supplied, durable=False)  # split.json below  # fmt: skip
         entries = load_entries(staging)
         if all(entry.overlay is None for entry in entries):
             pending.start_series([entry.path for entry in entries])  # git works beside the proof

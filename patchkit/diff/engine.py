@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from patchkit.diff.binary import BinaryRefused, apply_binary
 from patchkit.diff.hunks import apply_file_patch, preimage_matches
 from patchkit.diff.model import FilePatch
 
@@ -77,6 +76,8 @@ def apply_files(files: list[FilePatch], read: Callable[[str], State], *,
                 raise PatchRefused(fp.path, f"the patch {verb} {fp.old_path} onto it but it already exists")
             _check_mode(fp, old[1], warnings)
         if fp.binary:
+            from patchkit.diff.binary import BinaryRefused, apply_binary  # base64, zlib: binary only
+
             try:
                 new = apply_binary(old[0], fp.binary_hunk, fp.old_blob, fp.new_blob)
             except BinaryRefused as exc:

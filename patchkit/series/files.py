@@ -129,9 +129,9 @@ def _address(name: str, mail: str) -> str:
 
 def write_series(out: Path, series: Series, texts: dict[str, str],
                  overlays: dict[str, Overlay] | None = None, record: bool = True,
-                 supplied: tuple[str, str, str] | None = None) -> list[Path]:  # fmt: skip
+                 supplied: tuple[str, str, str] | None = None, durable: bool = True) -> list[Path]:  # fmt: skip
     """Write every patch and overlay, the ``series`` file and (``record``) ``split.json``, each
-    whole or not at all; then drop the files an earlier split wrote (listed in its manifest) that
+    whole or not at all (``durable=False``: not fsynced, for a staging dir a transaction publishes); then drop the files an earlier split wrote (listed in its manifest) that
     this one did not — never a file patchkit did not write.
 
     ``overlays`` maps each name in a patch's ``overlays`` (``overlays/<stem>.toml``) to its overlay;
@@ -150,14 +150,14 @@ def write_series(out: Path, series: Series, texts: dict[str, str],
         if sp.filename in keep:
             text = format_patch(sp, len(series.patches), texts[sp.filename], series.commits, supplied)
             data = text.encode("utf-8", errors="surrogateescape")
-            write_atomic(out / sp.filename, data)
+            write_atomic(out / sp.filename, data, durable=durable)
             sp.sha256 = hashlib.sha256(data).hexdigest()
             written.append(out / sp.filename)
             lines.append(f"{sp.filename}\n")
         for name in sp.overlays:
-            written += write_overlay(out / OVERLAY_DIR, Path(name).stem, overlays[name])
+            written += write_overlay(out / OVERLAY_DIR, Path(name).stem, overlays[name], durable)
             lines.append(f"{OVERLAY_KEYWORD} {name}\n")
-    write_atomic(out / SERIES_FILE, "".join(lines))
+    write_atomic(out / SERIES_FILE, "".join(lines), durable=durable)
     if record:
         write_atomic(out / SPLIT_JSON, record_json(series_record(series)))
         drop_stale(out, written)

@@ -84,18 +84,19 @@ def mismatch(overlay: Overlay, current: bytes | None) -> str:
             f"the overlay replaces {overlay.base_sha256}")  # fmt: skip
 
 
-def write_overlay(directory: Path, stem: str, overlay: Overlay) -> list[Path]:
+def write_overlay(directory: Path, stem: str, overlay: Overlay, durable: bool = True) -> list[Path]:
     """``<stem>.toml`` and its content file ``<stem>.new`` in ``directory``; returns both paths."""
     directory.mkdir(parents=True, exist_ok=True)
     content = directory / f"{stem}.new"
-    write_atomic(content, overlay.content)
+    write_atomic(content, overlay.content, durable=durable)
     fields = {"target": overlay.target, "base_sha256": overlay.base_sha256, "content": content.name,
               "content_sha256": hashlib.sha256(overlay.content).hexdigest()}  # fmt: skip
     if overlay.reason:
         fields["reason"] = overlay.reason
     toml = directory / f"{stem}.toml"
     # a JSON string is a valid TOML basic string
-    write_atomic(toml, "".join(f"{k} = {json.dumps(v, ensure_ascii=False)}\n" for k, v in fields.items()))
+    write_atomic(toml, "".join(f"{k} = {json.dumps(v, ensure_ascii=False)}\n" for k, v in fields.items()),
+                 durable=durable)  # fmt: skip
     return [toml, content]
 
 

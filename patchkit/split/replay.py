@@ -7,6 +7,8 @@ independently, from the rendered text, that applying the series gives base + rep
 
 from __future__ import annotations
 
+import itertools
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,7 +83,7 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
             st = FileState(path, data, base.mode(path), data, base.mode(path))
             st.base_lines = split_lines(data) if data else []
             st.post_lines = list(st.base_lines)
-            st.origins = [(None, i) for i in range(len(st.base_lines))]
+            st.origins = list(zip(itertools.repeat(None), range(len(st.base_lines))))
             states[path] = st
         return states[path]
 
@@ -113,7 +115,10 @@ def replay_onto_base(replay: Replay, base: BaseTree, prefix: str) -> dict[str, F
                 _touch(source, index)
             if target is not None:
                 target.post = "".join(new_lines).encode("utf-8", errors="surrogateescape")
-                regular = b"\r" not in target.post and all(ln.endswith("\n") for ln in new_lines[:-1])
+                # each line holds at most one "\n", at its end: every line but the last ends in one
+                # exactly when the newlines number the lines (counted in C, not line by line)
+                ends = len(new_lines) - (bool(new_lines) and not new_lines[-1].endswith("\n"))
+                regular = b"\r" not in target.post and target.post.count(b"\n") == ends
                 target.post_lines = new_lines if regular else split_lines(target.post)
                 target.origins = new_origins
                 if fp.new_mode:
@@ -227,6 +232,23 @@ def compose(state: FileState, blocks: list[Block], chosen: set[str]) -> Side:
     return "".join(out).encode("utf-8", errors="surrogateescape"), mode or "100644"
 
 
+def composed_state(memo: dict[tuple, Side], state: FileState, blocks: list[Block], chosen: set[str]) -> Side:
+    """``compose``, once per distinct answer: a file's state depends only on which of its own
+    domains are chosen and on where its lines are now (moves change that, so it is in the key).
+    The same bytes object comes back, so the checks' memos keyed by content hash it once."""
+    present = {d for b in blocks for d in b.domains()}
+    where = tuple(
+        (id(b), b.old_index, len(b.old), len(b.new), *(v.domain for v in (*b.old_domains, *b.new_domains)))
+        for b in blocks
+    )
+    key = (blocks[0].path, frozenset(present & chosen), where)
+    if key not in memo:
+        if len(memo) > 4096:
+            memo.clear()
+        memo[key] = compose(state, blocks, chosen)
+    return memo[key]
+
+
 def _extend(out: list[str], piece: list[str]) -> None:
     """Append lines; a line that lacked its newline because it ended a file (of the base or of the
     replay) gets one when an intermediate state puts more lines after it."""
@@ -267,8 +289,10 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         for block in blocks:
             by_file.setdefault(block.path, []).append(block)
 
+        composed: dict[tuple, Side] = {}
+
         def state_of(path: str, chosen: set[str]) -> bytes | None:
-            return compose(states[path], by_file[path], chosen)[0]
+            return composed_state(composed, states[path], by_file[path], chosen)[0]
 
         resolutions: list[dict] = []
         check = None
@@ -292,7 +316,8 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
                 if not any(name in b.domains() for b in file_blocks):
                     continue
                 state = states[path]
-                old, new = compose(state, file_blocks, before), compose(state, file_blocks, after)
+                old = composed_state(composed, state, file_blocks, before)
+                new = composed_state(composed, state, file_blocks, after)
                 steps.append((f"{k:04d}/{path}", old, new))
                 try:
                     fp = step_file_patch(path, state.base_lines, file_blocks, name, before, old, new)
