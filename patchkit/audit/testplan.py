@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Callable
 
-from patchkit.audit.testselect import Outcome
+from patchkit.audit.testselect import Outcome, excerpt
 
 DURATIONS_FILE = "test-durations.json"  # in the series dir: {test path: seconds}, from a record
 
@@ -78,7 +78,7 @@ def pack(outcomes: dict[str, Outcome], text: bool) -> dict[str, list]:
             o.cause,
             o.teardown_cause,
             o.seconds,
-            o.text[:1500] if text and o.status != "passed" else "",
+            excerpt(o.text) if text and o.status != "passed" else "",
         ]
         for t, o in outcomes.items()
     }

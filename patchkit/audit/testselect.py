@@ -112,7 +112,7 @@ OUTCOME_FORMAT = 5  # 5: skip reasons carry their environment cause; the classif
 
 @dataclass
 class Outcome:
-    status: str  # passed | failed | error | skipped; in a comparison also timeout | absent
+    status: str  # passed | failed | error | skipped; in a comparison also timeout | absent | flaky
     text: str = ""  # failure/error/skip message and traceback, trimmed
     cause: str | None = None  # environment rule its text matches (failed, error, skipped)
     teardown_cause: str | None = None  # the body passed; only teardown hit this environment rule
@@ -148,6 +148,15 @@ def parse_junit(xml_text: str) -> dict[str, Outcome]:
             continue
         outcomes[test_id] = Outcome(status, text[-4000:], cause, seconds=seconds)
     return outcomes
+
+
+def excerpt(text: str, limit: int = 1500) -> str:
+    """A failure's text within ``limit`` characters: its start and its end (pytest puts the error
+    line, ``E   ...``, last), never only the start of a long traceback."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return text[:head] + "\n[...]\n" + text[-(limit - head - 7) :]
 
 
 def _seconds(text: str | None) -> float:
@@ -201,7 +210,8 @@ class Comparison:
 # passed-with-patch: passed with the patch and the base was not needed (basedemand)
 PASSED_WITH_PATCH = ("passed", "fixed", "unskipped", "new-passed", "passed-with-patch")
 FAILING = ("regressed", "new-failed")
-FINDINGS = ("removed", "newly-skipped")  # shown in the report, never a failure by themselves
+FINDINGS = ("removed", "newly-skipped", "flaky")  # shown in the report, never a failure by themselves
+FLAKY = "flaky"  # failed with the patch, then passed when run again (``confirm``): status and category
 
 
 def classify(base: Outcome, patched: Outcome) -> str:
@@ -213,6 +223,8 @@ def classify(base: Outcome, patched: Outcome) -> str:
     b, p = base.status, patched.status
     if p == "absent":
         return "removed" if b == "passed" else "dropped"
+    if p == FLAKY:  # failed, then passed when run again: a finding, never a failure nor a pass
+        return FLAKY
     if p == "timeout":  # the patched run hung where the base finished
         return "new-failed" if b == "absent" else "regressed"
     same_cause = patched.cause is not None and patched.cause == base.cause
@@ -263,7 +275,7 @@ def compare(base: dict[str, Outcome], patched: dict[str, Outcome] | None) -> Com
 
 
 SUMMARY_ORDER = ("passed-with-patch", "fixed", "unskipped", "still-failing", "new-passed", "new-failed",
-                 "newly-skipped", "removed")  # fmt: skip
+                 "newly-skipped", "removed", FLAKY)  # fmt: skip
 
 
 def summary_message(cmp: Comparison) -> Message:

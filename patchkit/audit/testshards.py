@@ -90,11 +90,21 @@ def merge_tests(parts: list[GateResult]) -> GateResult:
     for p in mine:
         for k, v in p.details.get("base_on_demand", {}).items():
             stats[k] = round(stats.get(k, 0) + v, 3) if isinstance(v, int | float) else v
+    confirmed: dict = {}  # the failures each shard ran again (audit/confirm.py), summed
+    for p in mine:
+        for k, v in p.details.get("confirmed", {}).items():
+            if isinstance(v, bool):
+                confirmed[k] = confirmed.get(k, True) and v
+            elif isinstance(v, int):
+                confirmed[k] = confirmed.get(k, 0) + v
+            else:
+                confirmed.setdefault(k, v)
     selection = raw[0]["selection"]
     env_info = mine[0].details.get("environment", {})
     cached = sum(p.details.get("baseline_cached_paths", 0) for p in mine)
     details = {"selection": selection, "environment": env_info, "baseline_cached": cached == len(selection),
-               "baseline_cached_paths": cached, "base_on_demand": stats}  # fmt: skip
+               "baseline_cached_paths": cached, "base_on_demand": stats,
+               **({"confirmed": confirmed} if confirmed else {})}  # fmt: skip
     elsewhere = [SimpleNamespace(path=e["path"], accelerator=e["device"])
                  for e in mine[0].details.get("expected_could_not_run", [])]  # fmt: skip
     settings = TestSettings(python=str(env_info.get("interpreter", "")), base_root=Path("."), base_hash="")

@@ -13,6 +13,7 @@ from patchkit import cache, timing
 from patchkit.audit import basesides, testenv
 from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
 from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
+from patchkit.audit.confirm import confirm_failures
 from patchkit.audit.gates import (
     Gate,
     GateContext,
@@ -26,7 +27,15 @@ from patchkit.audit.gates import (
 from patchkit.audit.model import Evidence, GateResult
 from patchkit.audit.pytestrun import NoReport, TestSettings, environment
 from patchkit.audit.testplan import expand, owner, pack
-from patchkit.audit.testselect import OUTCOME_FORMAT, compare, is_test_file, select_tests, summary_message
+from patchkit.audit.testselect import (
+    FLAKY,
+    OUTCOME_FORMAT,
+    compare,
+    excerpt,
+    is_test_file,
+    select_tests,
+    summary_message,
+)
 from patchkit.diff.hunks import HunkMismatch
 from patchkit.errors import UserError
 from patchkit.values import Message
@@ -71,6 +80,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
                 cannot, "gate.tests.other-shard", {"shard": f"{i}/{n}"}, selection=full, shard_part=part
             )
     work = Path(tempfile.mkdtemp(prefix="patchkit-tests-", dir=_work_root()))
+    confirmed: dict = {}
     whole = {fp.old_path for fp in patch.changed_files if fp.old_path and is_test_file(fp.old_path)
              and any(under_path(fp.old_path, p) for p in selection)}  # fmt: skip
     try:  # the patched side first; the base side only where it can change a test's category
@@ -84,6 +94,9 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
             base_side, known, stats = _on_demand(settings, pre, selection, whole, patch_side, env_info, work,
                                                  progress, patch.name)  # fmt: skip
             base_cached = stats.get("cached-paths", 0)
+            if isinstance(base_side, dict):  # a failure with the patch is run once more (confirm)
+                patch_side, confirmed = confirm_failures(settings, post, base_side, patch_side, known, env_info,
+                                                         work, patch.name, progress, basesides.run_side)  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if isinstance(base_side, NoReport):  # nothing to compare with
@@ -101,7 +114,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         )
     details = {"selection": selection, "environment": env_info,
                "baseline_cached": base_cached == len(selection), "baseline_cached_paths": base_cached,
-               "base_on_demand": stats}  # fmt: skip
+               "base_on_demand": stats, **({"confirmed": confirmed} if confirmed else {})}  # fmt: skip
     patched = None if hung else patch_side
     if settings.shard is not None:  # what `patchkit report` needs to merge the shards (testshards)
         details["shard_part"] = shard_part(settings, full, selection, base_side, patched, known)
@@ -131,7 +144,8 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         "patched": dict(cmp.patch_counts),
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in QUIET},
         "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
-        "messages": {t: patched[t].text[:1500] for t in cmp.rows.get("regressed", [])[:20] if t in patched},
+        "messages": {t: excerpt(patched[t].text) for c in ("regressed", FLAKY) for t in cmp.rows.get(c, [])[:20]
+                     if t in patched},  # fmt: skip
         "path_seconds": path_seconds(patched),
     })  # fmt: skip
     summary = summary_message(cmp)

@@ -97,6 +97,10 @@ def gate_findings(audit: PatchAudit) -> list[dict]:
                 if isinstance(test_id, str):
                     where = test_id.split("::", 1)[0].replace(".", "/") + ".py"
                     out.append(_finding("test-removed", "medium", where, 0, {"test": test_id}, [test_id]))
+            for test_id in gate.details["tests"].get("flaky", [])[:20]:  # failed, then passed run again
+                if isinstance(test_id, str):
+                    where = test_id.split("::", 1)[0].replace(".", "/") + ".py"
+                    out.append(_finding("test-flaky", "medium", where, 0, {"test": test_id}, [test_id]))
         elif gate.gate == "imports" and gate.status in ("passed", "failed"):
             for f in gate.details.get("missing", gate.details.get("findings", [])):
                 if isinstance(f, dict) and f.get("name"):
