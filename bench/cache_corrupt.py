@@ -65,8 +65,9 @@ def damage(path: Path, kind: str, rng: random.Random, others: list[Path]) -> Non
             if a in text:
                 text = text.replace(a, b, 1)
                 break
-        else:
-            text = text.replace('"value": {', '"value": {"status": "passed", ', 1)
+        else:  # the body (after the header line) is the value: give it a status
+            head, _, body = text.partition("\n")
+            text = head + "\n" + body.replace("{", '{"status":"passed",', 1)
         data = text.encode()
     elif kind == "other-key":
         data = rng.choice([o for o in others if o != path] or [path]).read_bytes()
@@ -74,10 +75,10 @@ def damage(path: Path, kind: str, rng: random.Random, others: list[Path]) -> Non
         data = bytes(rng.randrange(256) for _ in range(64))
     elif kind == "not-json":
         data = b"patchkit was here\n"
-    elif kind == "value-list":
-        record = json.loads(data)
-        record["value"] = [1, 2, 3]
-        data = json.dumps(record).encode()
+    elif kind == "value-list":  # the header kept whole, the value replaced by another JSON value
+        head, _, _ = data.partition(b"\n")
+        json.loads(head)
+        data = head + b"\n[1,2,3]\n"
     elif kind == "nested":
         data = b"[" * 100000 + b"]" * 100000
     if kind == "directory":
