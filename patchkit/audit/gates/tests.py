@@ -272,6 +272,23 @@ def _run(ctx: GateContext) -> GateResult:
     return tests_gate(ctx.patch, pre, post, settings, exists, ctx.progress, files_under)
 
 
+def _keyed_by(ctx: GateContext) -> list:
+    """The earlier patches the gate's sides are made of (``_test_sides``): those it needs when they
+    apply alone, else (and when the patch does not apply in series) all of them — so an edit of one
+    patch re-runs the tests of the patches that need it, not of every later one."""
+    if ctx.state.post is None:
+        return list(ctx.earlier)
+    try:
+        pre: Overlay = {}
+        for other in ctx.earlier:
+            if other.name in ctx.needs:
+                apply_patch(other, ctx.trees.base.read, pre)
+        apply_patch(ctx.patch, ctx.trees.base.read, pre)
+    except (HunkMismatch, ValueError):
+        return list(ctx.earlier)
+    return [p for p in ctx.earlier if p.name in ctx.needs]
+
+
 def _test_sides(ctx: GateContext) -> tuple[Overlay, Overlay | None]:
     """Base side = base + only the patches this one needs (so independent patches share one cached
     baseline); patched side = that + this patch. Falls back to the series order."""
@@ -305,4 +322,4 @@ def _environment(settings: dict) -> dict:
     return {"tests": {**found, "torch_from": origin} if origin else found}
 
 
-GATE = Gate("tests", _run, cache_config=_cache_config, environment=_environment)
+GATE = Gate("tests", _run, cache_config=_cache_config, environment=_environment, keyed_by=_keyed_by)
