@@ -209,47 +209,25 @@ def main(argv: list[str] | None = None) -> int:
     for m in chosen:
         series = write_series(args.series, m, scratch / m.id)
         row = {"id": m.id, "patch": m.patch, "kind": m.kind, "files": files.get(m.patch, [])}
-        for select in ("upstream", "affected"):
-            settings = TestSettings(
-                python=python,
-                base_root=root,
-                base_hash=pin.tree_hash or "",
-                test_timeout=config.audit.test_timeout,
-                per_test_timeout=config.audit.per_test_timeout,
-                select=select,
-            )
-            captured: dict = {}
-            real_side = basesides.run_side
-
-            def capture(*a, real_side=real_side, captured=captured, **k):
-                out = real_side(*a, **k)
-                if a[5].startswith("patch") and isinstance(out, dict):
-                    captured.update(out)
-                return out
-
-            basesides.run_side = capture
-            started = time.perf_counter()
-            try:
-                options = AuditOptions(gates=["apply", "tests"], jobs=1, settings={"tests": settings})
-                result = run_audit(series, base, pin, load_rules(None), options)
-            finally:
-                basesides.run_side = real_side
-            gate = next(g for g in result.patches[-1].gates if g.gate == "tests")
-            regressed = gate.details.get("counts", {}).get("regressed", 0)
-            row[select] = {
-                "status": gate.status,
-                "regressed": regressed,
-                "cached": gate.cached,
-                "seconds": round(time.perf_counter() - started, 1),
-                "groups": gate.details.get("groups"),
-                "tests": dict(gate.details.get("counts", {})),
-            }
-            if select == "upstream" and not gate.cached:  # both sides in full: the base's whole run
-                row["full"] = _full(settings, base, result, series, env_info, captured, scratch / m.id, gate)
+        settings = TestSettings(python=python, base_root=root, base_hash=pin.tree_hash or "",
+                                test_timeout=config.audit.test_timeout,
+                                per_test_timeout=config.audit.per_test_timeout)  # fmt: skip
+        row["upstream"], result, captured = _gate(series, base, pin, settings)
+        gate = next(g for g in result.patches[-1].gates if g.gate == "tests")
+        if not gate.cached:  # both sides in full: the base's whole run of the restricted selection
+            row["full"] = _full(settings, base, series, env_info, captured, scratch / m.id, gate)
+        left = _left_out(settings, env_info, base, series, gate.details.get("selection", []), scratch / m.id)
+        row["left_out_by_map"] = left
+        if left:  # --select affected runs fewer tests than the default: run it
+            row["affected"], _, _ = _gate(series, base, pin, dataclasses.replace(settings, select="affected"))
+        else:  # it would run exactly the default's selection (0 left out): the same run
+            row["affected"] = {**row["upstream"], "same_selection_as_default": True}
         row["caught"] = {k: bool(row[k]["regressed"]) for k in ("full", "upstream", "affected") if k in row}
         rows.append(row)
-        print(json.dumps({"id": m.id, **row["caught"], "left_out": (row["affected"].get("groups") or {}).get(
-            "left_out")}), flush=True)  # fmt: skip
+        print(json.dumps({"id": m.id, **row["caught"], "left_out": left,
+                          "ran": row["affected"].get("ran")}), flush=True)  # fmt: skip
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
     shutil.rmtree(scratch, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
@@ -263,7 +241,55 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if missed else 0
 
 
-def _full(settings, base, result, series, env_info, patched, work, gate) -> dict:
+def _gate(series: Path, base: BaseTree, pin, settings: TestSettings):
+    """The tests gate of the series' last patch as ``patchkit audit`` runs it; (its figures, the audit,
+    the patched outcomes)."""
+    captured: dict = {}
+    real_side = basesides.run_side
+
+    def capture(*a, **k):
+        out = real_side(*a, **k)
+        if a[5].startswith("patch") and isinstance(out, dict):
+            captured.update(out)
+        return out
+
+    basesides.run_side = capture
+    started = time.perf_counter()
+    try:
+        options = AuditOptions(gates=["apply", "tests"], jobs=1, settings={"tests": settings})
+        result = run_audit(series, base, pin, load_rules(None), options)
+    finally:
+        basesides.run_side = real_side
+    gate = next(g for g in result.patches[-1].gates if g.gate == "tests")
+    counts = dict(gate.details.get("counts", {}))
+    figures = {"status": gate.status, "regressed": counts.get("regressed", 0), "cached": gate.cached,
+               "seconds": round(time.perf_counter() - started, 1), "groups": gate.details.get("groups"),
+               "tests": counts, "ran": sum(gate.details.get("patched", {}).values()),
+               "regressed_ids": gate.details.get("tests", {}).get("regressed", [])[:10]}  # fmt: skip
+    return figures, result, captured
+
+
+def _left_out(settings, env_info, base, series, selection, work) -> int:
+    """How many tests ``--select affected`` leaves out of ``selection`` (the map built if missing)."""
+    from patchkit.audit import covermap
+    from patchkit.audit.affected import changes, split
+
+    maps = covermap.load(settings, env_info, selection)
+    if missing := [p for p in selection if p not in maps]:
+        built = covermap.build(settings, env_info, missing, work / "map", lambda *a, **k: None, "bench")
+        if not isinstance(built, dict):
+            return 0
+        maps.update(built)
+    patches = load_patches(series, load_rules(None))
+    pre: dict = {}
+    for p in patches[:-1]:
+        apply_patch(p, base.read, pre)
+    post = dict(pre)
+    apply_patch(patches[-1], base.read, post)
+    return len(split(maps, changes(base.read, pre, post)).unaffected)
+
+
+def _full(settings, base, series, env_info, patched, work, gate) -> dict:
     """Both sides in full: the base (+ the patches this one needs) over the whole restricted selection."""
     patches = load_patches(series, load_rules(None))
     pre: dict = {}
