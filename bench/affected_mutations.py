@@ -8,10 +8,12 @@ a temporary directory and audited in this process three ways, on the test files 
 for its patch (the selection restricted to them, said in the output):
 
 - full: both sides in full (the base's outcomes of the restricted selection, cached per path),
-  compared by ``testselect.compare``: a test regressed;
-- default: the tests gate as ``patchkit audit`` runs it (base on demand): ``regressed`` > 0;
-- affected: the tests gate with ``--select affected``: ``regressed`` > 0, and how many tests it
-  left out.
+  compared by ``testselect.compare``: a test regressed (passed or skipped on the base, fails with
+  the mutated patch) or a test the patch adds fails (``new-failed``);
+- default: the tests gate as ``patchkit audit`` runs it (base on demand): ``regressed`` or
+  ``new-failed`` > 0;
+- affected: the tests gate with ``--select affected``: the same, and how many tests it left out
+  (where it leaves none out it runs the default's selection, and that run stands for it).
 
 Every mutation the full comparison catches must be caught by ``--select affected``. Gate results are
 cached under a key that names the restriction (never the real series' key); coverage maps and base
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                                 per_test_timeout=config.audit.per_test_timeout)  # fmt: skip
         row["upstream"], result, captured = _gate(series, base, pin, settings)
         gate = next(g for g in result.patches[-1].gates if g.gate == "tests")
-        if not gate.cached:  # both sides in full: the base's whole run of the restricted selection
+        if captured:  # both sides in full: the base's whole run of the restricted selection
             row["full"] = _full(settings, base, series, env_info, captured, scratch / m.id, gate)
         left = _left_out(settings, env_info, base, series, gate.details.get("selection", []), scratch / m.id)
         row["left_out_by_map"] = left
@@ -222,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             row["affected"], _, _ = _gate(series, base, pin, dataclasses.replace(settings, select="affected"))
         else:  # it would run exactly the default's selection (0 left out): the same run
             row["affected"] = {**row["upstream"], "same_selection_as_default": True}
-        row["caught"] = {k: bool(row[k]["regressed"]) for k in ("full", "upstream", "affected") if k in row}
+        row["caught"] = {k: bool(row[k]["regressed"] + row[k]["new_failed"])
+                         for k in ("full", "upstream", "affected") if k in row}  # fmt: skip
         rows.append(row)
         print(json.dumps({"id": m.id, **row["caught"], "left_out": left,
                           "ran": row["affected"].get("ran")}), flush=True)  # fmt: skip
@@ -256,13 +259,15 @@ def _gate(series: Path, base: BaseTree, pin, settings: TestSettings):
     basesides.run_side = capture
     started = time.perf_counter()
     try:
-        options = AuditOptions(gates=["apply", "tests"], jobs=1, settings={"tests": settings})
+        # no gate cache: every run is a fresh run (base outcomes and maps stay cached per path)
+        options = AuditOptions(["apply", "tests"], jobs=1, use_cache=False, settings={"tests": settings})
         result = run_audit(series, base, pin, load_rules(None), options)
     finally:
         basesides.run_side = real_side
     gate = next(g for g in result.patches[-1].gates if g.gate == "tests")
     counts = dict(gate.details.get("counts", {}))
-    figures = {"status": gate.status, "regressed": counts.get("regressed", 0), "cached": gate.cached,
+    figures = {"status": gate.status, "regressed": counts.get("regressed", 0),
+               "new_failed": counts.get("new-failed", 0), "cached": gate.cached,
                "seconds": round(time.perf_counter() - started, 1), "groups": gate.details.get("groups"),
                "tests": counts, "ran": sum(gate.details.get("patched", {}).values()),
                "regressed_ids": gate.details.get("tests", {}).get("regressed", [])[:10]}  # fmt: skip
@@ -299,9 +304,13 @@ def _full(settings, base, series, env_info, patched, work, gate) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     base_side, _ = basesides.baseline(settings, pre, selection, env_info, work / "full", lambda *a, **k: None)
     if not isinstance(base_side, dict) or not patched:
-        return {"regressed": 0, "error": "no outcomes"}
+        return {"regressed": 0, "new_failed": 0, "error": "no outcomes"}
     cmp = compare(base_side, patched)
-    return {"regressed": cmp.count("regressed"), "ids": cmp.rows.get("regressed", [])[:10]}
+    return {
+        "regressed": cmp.count("regressed"),
+        "new_failed": cmp.count("new-failed"),
+        "ids": (cmp.rows.get("regressed", []) + cmp.rows.get("new-failed", []))[:10],
+    }
 
 
 if __name__ == "__main__":
