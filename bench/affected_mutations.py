@@ -16,8 +16,8 @@ for its patch (the selection restricted to them, said in the output):
   (where it leaves none out it runs the default's selection, and that run stands for it).
 
 Every mutation the full comparison catches must be caught by ``--select affected``. Gate results are
-cached under a key that names the restriction (never the real series' key); coverage maps and base
-outcomes are per path, as the audit keeps them.
+never cached here (and their key names the restriction, never the real series' key); coverage maps
+and base outcomes are cached per path, as the audit keeps them.
 
     python -m bench.affected_mutations --files FILES.json [--only ID,...] [--json OUT]
 
