@@ -47,6 +47,7 @@ from patchkit.config import project_config
 from patchkit.split.rules import load_rules
 
 REPO = Path(__file__).resolve().parents[1]
+TARGET: list[str] = []  # the mutated patch: the only one whose tests run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +179,8 @@ def restrict(files: dict[str, list[str]]):
 
     def selection_for(patch, exists):
         selection, elsewhere = real_select(patch, exists)
+        if TARGET and patch.name != TARGET[0]:  # a patch the mutated one needs: no tests (not measured)
+            return [], []
         mine = files.get(patch.name, [])
         return [f for f in mine if any(tests_gate.under_path(f, s) for s in selection)], elsewhere
 
@@ -210,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     env_info = environment(python)
     for m in chosen:
         series = write_series(args.series, m, scratch / m.id)
+        TARGET[:] = [m.patch]
         row = {"id": m.id, "patch": m.patch, "kind": m.kind, "files": files.get(m.patch, [])}
         settings = TestSettings(python=python, base_root=root, base_hash=pin.tree_hash or "",
                                 test_timeout=config.audit.test_timeout,
