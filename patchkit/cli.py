@@ -252,6 +252,13 @@ def audit(
     prepare_env: Annotated[
         bool, typer.Option("--prepare-env", help="build the cached test venv for the base if needed")
     ] = False,
+    select: Annotated[
+        Optional[str],
+        typer.Option(
+            help="tests: upstream (CI's selection, default) | affected (only tests the base's "
+            "coverage map ties to the change; [audit] select)"
+        ),  # fmt: skip
+    ] = None,
 ) -> None:
     """Run the gates (apply, ruff, dco, tests) over a series and write the reports (default: reports/
     audit.json, .html, .md; any output flag replaces them). Exit 0 every patch ready, 1 a gate failed,
@@ -260,7 +267,7 @@ def audit(
 
     outputs = command.Outputs(json_out, html, md, junit)
     _run(command.run, series_dir, pin, base, gates, optional_gates, jobs, python, outputs, shard, lang,
-         no_cache, prepare_env, since, json_out=json_out)  # fmt: skip
+         no_cache, prepare_env, since, select, json_out=json_out)  # fmt: skip
 
 
 @app.command()

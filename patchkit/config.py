@@ -38,6 +38,7 @@ class AuditConfig:
     prepare_env: bool = False  # build (once, cached) a venv with the base's test deps when no python is named
     test_workers: int | None = None  # pytest-xdist workers per pytest run; None: the host's cores / jobs
     torch: str | None = None  # the test venv's torch requirement, over what the base's files name
+    select: str = "upstream"  # the tests gate: upstream CI's selection, or "affected" (audit/affectedrun)
 
 
 @dataclass
@@ -71,6 +72,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "prepare_env": "bool",
         "test_workers": "int",
         "torch": "str",
+        "select": "str",
     },
 }
 

@@ -62,7 +62,11 @@ def test_the_override_is_said_with_what_the_base_names(tmp_path):
 
 def test_the_test_tools_follow_the_bases_lock_file(tmp_path):
     base = _base(tmp_path, {"requirements/test.txt": "pytest==8.3.3\n    # via -r test.in\ntblib==3.0.0\n"})
-    assert torchpin.test_tools(base) == ["pytest==8.3.3", "tblib==3.0.0", "pytest-timeout", "pytest-xdist"]
+    assert torchpin.test_tools(base) == [
+        "pytest==8.3.3", "tblib==3.0.0", "pytest-timeout", "pytest-xdist", "coverage==7.10.6"
+    ]  # fmt: skip
+    pinned = _base(tmp_path / "pins", {"requirements/test.txt": "coverage==7.9.1\n"})
+    assert torchpin.test_tools(pinned)[-1] == "coverage==7.9.1"  # the base's lock pin wins over ours
 
 
 def _rank(filename):

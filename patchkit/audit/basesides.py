@@ -18,7 +18,7 @@ from patchkit.audit.basedemand import Demand, file_of_test, gone
 from patchkit.audit.gates import Overlay
 from patchkit.audit.inflight import claim, release
 from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
-from patchkit.audit.pytestrun import NoReport, TestSettings, collect_ids, run_pytest
+from patchkit.audit.pytestrun import Extra, NoReport, TestSettings, collect_ids, run_pytest
 from patchkit.audit.testselect import OUTCOME_FORMAT, Outcome, outcomes_by_path
 
 LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
@@ -55,7 +55,9 @@ def overlay_digest(overlay: Overlay) -> str:
 
 def run_side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: dict, work: Path,
              label: str, who: str, progress: Callable[..., None],
-             only: tuple[list[str], list[str]] | None = None):  # fmt: skip
+             only: tuple[list[str], list[str]] | None = None, invert: bool = False,
+             extra: Callable[[Path], Extra] | None = None):  # fmt: skip
+    """One pytest run of ``tests`` in base + ``overlay`` (``extra``: more for the run, given its tree)."""
     tree = work / label
     with timing.stage("tests.materialise", f"{who} {label}"):
         materialise(settings.base_root, overlay, tree)
@@ -65,13 +67,14 @@ def run_side(settings: TestSettings, overlay: Overlay, tests: list[str], env_inf
     present = [t for t in tests if (tree / t).exists()]
     if not present:
         return {}
-    side = "base" if label == "base" else "patched"
+    side = "patched" if label.startswith("patch") else "base"
 
     def on_count(done: int, selected: int) -> None:
         progress("tests", gate="tests", side=side, done=done, selected=selected)
 
     with timing.stage(f"tests.pytest.{label}", f"{who}: {len(present)} path(s)"):
-        return run_pytest(settings, tree, present, env_info, on_count, only)
+        more = extra(tree) if extra is not None else None
+        return run_pytest(settings, tree, present, env_info, on_count, only, invert, more)
 
 
 def base_key(settings: TestSettings, pre: Overlay, env_info: dict) -> tuple:

@@ -344,7 +344,8 @@ def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: 
     applied = state.post is not None
     for gate in [REGISTRY[name] for name in GATES if name in options.gates]:
         ctx = GateContext(patch, earlier, state, trees, needs, options.settings, progress=tell)
-        key = gate_key(gate.name, patch, earlier, base_hash, gate.cache_config(ctx))
+        depends = gate.keyed_by(ctx) if gate.keyed_by is not None else earlier
+        key = gate_key(gate.name, patch, depends, base_hash, gate.cache_config(ctx))
         started = time.perf_counter()
         tell("gate-start", gate=gate.name)
         cached = cache.get_json("audit-gate", key) if options.use_cache else None

@@ -45,6 +45,7 @@ class TestSettings:
     shard: tuple[int, int] | None = None  # test-level shard I/N of the whole audit (audit/testplan)
     plan: dict[str, int] = field(default_factory=dict)  # test file -> shard
     plan_digest: str = ""
+    select: str = "upstream"  # "affected": only the tests the base's coverage map ties to the change
 
 
 @memoised
@@ -57,6 +58,16 @@ def environment(python: str) -> dict:
     if proc.returncode != 0:
         return {"error": f"{python} failed: {proc.stderr.strip()[-300:]}"}
     return {"interpreter": python, **json.loads(proc.stdout)}
+
+
+@dataclass
+class Extra:
+    """More for one pytest run (the coverage map's): directories first on PYTHONPATH, variables,
+    arguments."""
+
+    path: list[Path] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -83,7 +94,8 @@ _COUNT = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*$")  # pytest's console_outp
 
 
 # Keeps only the collected tests whose JUnit id is listed, or that lie in a listed file (base on
-# demand); the others are deselected, so a listed test missing here is simply absent.
+# demand); the others are deselected, so a listed test missing here is simply absent. "invert":
+# keeps the others instead (``--select affected``: every test but the ones proven unaffected).
 ONLY_PLUGIN = """\
 import json, os, re
 
@@ -103,6 +115,7 @@ def pytest_collection_modifyitems(session, config, items):
     keep, drop = [], []
     for item in items:
         wanted = item.nodeid.split("::")[0] in files or _junit_id(item.nodeid) in ids
+        wanted = wanted != bool(want.get("invert"))
         (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -138,10 +151,12 @@ def collect_ids(settings: TestSettings, tree: Path, tests: list[str]) -> list[st
 
 def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: dict,
                on_count: Callable[[int, int], None],
-               only: tuple[list[str], list[str]] | None = None) -> dict[str, Outcome] | NoReport:  # fmt: skip
+               only: tuple[list[str], list[str]] | None = None, invert: bool = False,
+               extra: Extra | None = None) -> dict[str, Outcome] | NoReport:  # fmt: skip
     """Outcomes by test id, or the reason the run produced none. ``on_count(done, selected)`` is
     told the run's own progress as pytest prints it ("[ 12/296]" at the end of a line). ``only``:
-    (JUnit ids, files) — run just those tests of ``tests`` (the rest are deselected)."""
+    (JUnit ids, files) — run just those tests of ``tests`` (the rest are deselected); ``invert``:
+    all but those."""
     junit = tree / ".patchkit-junit.xml"
     # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
     args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
@@ -154,9 +169,14 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
         plugin = tree.parent / f".patchkit-only-{tree.name}"
         plugin.mkdir(exist_ok=True)
         (plugin / "patchkit_only.py").write_text(ONLY_PLUGIN, "utf-8")
-        (plugin / "only.json").write_text(json.dumps({"ids": only[0], "files": only[1]}), "utf-8")
+        want = {"ids": only[0], "files": only[1], "invert": invert}
+        (plugin / "only.json").write_text(json.dumps(want), "utf-8")
         env.update(PYTHONPATH=f"{tree}{os.pathsep}{plugin}", PATCHKIT_ONLY=str(plugin / "only.json"))
         args += ["-p", "patchkit_only"]
+    if extra is not None:
+        env.update(extra.env)
+        env["PYTHONPATH"] = os.pathsep.join([*map(str, extra.path), env["PYTHONPATH"]])
+        args += extra.args
     if owns_bytecode(settings.python):
         del env["PYTHONDONTWRITEBYTECODE"]
     proc = subprocess.Popen([*args, *tests], cwd=tree, env=env, stdout=subprocess.PIPE,

@@ -2,8 +2,8 @@
 
 What goes in (as worked out for vLLM on a CPU machine): the torch the base's own files name, as a
 CPU build (``audit/torchpin``: which file, which line; ``[audit] torch`` overrides it, said in the
-record); ``-r requirements/common.txt`` of the base tree; pytest, tblib, pytest-timeout and
-pytest-xdist at the versions the base's test lock file pins — and nothing else.
+record); ``-r requirements/common.txt`` of the base tree; pytest, tblib, pytest-timeout,
+pytest-xdist and coverage at the versions the base's test lock file pins — and nothing else.
 It is built with ``uv`` (``uv venv`` + one
 ``uv pip install``: one resolution, wheels reused from uv's cache between runs), with pip only when
 uv cannot run (or ``PATCHKIT_INSTALLER=pip`` asks for it). uv is given pip's settings as pip reads

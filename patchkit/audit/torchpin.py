@@ -12,8 +12,9 @@ release for this interpreter; without one the environment is not built, and the 
 file, the line, what the indexes offer and what to change — a CUDA torch (several GB with its
 ``nvidia-*`` dependencies) is never fetched for a CPU test run.
 
-The test tools: pytest, tblib, pytest-timeout, pytest-xdist at the versions the base's test lock
-file pins (``requirements/test/cpu.txt``, ``requirements/test.txt``), unpinned where it pins none.
+The test tools: pytest, tblib, pytest-timeout, pytest-xdist and coverage (the coverage map of
+``--select affected``) at the versions the base's test lock file pins (``requirements/test/cpu.txt``,
+``requirements/test.txt``), unpinned where it pins none (coverage: ``OWN_PINS``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ SOURCES = (
     "requirements/build.txt",
 )
 LOCKS = ("requirements/test/cpu.txt", "requirements/test.txt")
-TEST_TOOLS = ("pytest", "tblib", "pytest-timeout", "pytest-xdist")
+TEST_TOOLS = ("pytest", "tblib", "pytest-timeout", "pytest-xdist", "coverage")
+# coverage records the base's coverage map (audit/covermap); where the base's lock pins none, this one
+OWN_PINS = {"coverage": "coverage==7.10.6"}
 
 
 class TorchUnavailable(Exception):
@@ -134,7 +137,7 @@ def test_tools(base_root: Path) -> list[str]:
                 pins[req.name.lower()] = _plain(req)
         if pins:
             break
-    return [pins.get(tool, tool) for tool in TEST_TOOLS]
+    return [pins.get(tool, OWN_PINS.get(tool, tool)) for tool in TEST_TOOLS]
 
 
 # --------------------------------------------------------------------------- what the indexes offer

@@ -51,7 +51,7 @@ class Outputs:
 def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates: str | None,
         optional_gates: str | None, jobs: int | None, python: str | None, outputs: Outputs,
         shard: str | None, lang: str, no_cache: bool, prepare_env: bool,
-        since: Path | None = None) -> int:  # fmt: skip
+        since: Path | None = None, select: str | None = None) -> int:  # fmt: skip
     started = time.perf_counter()
     timing.reset()
     config = load_config(pin_file) if pin_file else project_config()
@@ -69,7 +69,11 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         use_cache=not no_cache,
         shard=shard_spec,
         # the imports gate imports for real only in an environment the user named (--python)
-        settings={"tests": _test_settings(python, config, tree, pin, not no_cache, prepare_env)}
+        settings={
+            "tests": _test_settings(
+                python, config, tree, pin, not no_cache, prepare_env, _select(select, config)
+            )
+        }
         if "tests" in chosen or ("imports" in chosen and (python or config.audit.python))
         else {},
     )
@@ -112,6 +116,16 @@ def _optional(text: str | None, config: ProjectConfig) -> list[str]:
     return names
 
 
+def _select(text: str | None, config: ProjectConfig) -> str:
+    """--select, else [audit] select: which tests the tests gate runs (audit/affectedrun)."""
+    from patchkit.audit.affectedrun import SELECTIONS
+
+    chosen = text if text is not None else config.audit.select
+    if chosen not in SELECTIONS:
+        raise UserError(f"--select: {chosen!r} is not one of {', '.join(SELECTIONS)}")
+    return chosen
+
+
 def _base(
     base: Path | None, pin_file: Path | None, config: ProjectConfig, series_dir: Path
 ) -> tuple[BaseTree, Pin]:
@@ -147,13 +161,14 @@ def _series_pin(series_dir: Path) -> Pin | None:
 
 
 def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pin: Pin, use_cache: bool,
-                   prepare_env: bool) -> TestSettings:  # fmt: skip
+                   prepare_env: bool, select: str = "upstream") -> TestSettings:  # fmt: skip
     from patchkit.audit import testenv
 
     settings = TestSettings(python="", base_root=tree.root, base_hash=pin.tree_hash or "",
                             test_timeout=config.audit.test_timeout,
                             per_test_timeout=config.audit.per_test_timeout, use_cache=use_cache,
-                            workers=config.audit.test_workers or test_workers(config.audit.jobs))  # fmt: skip
+                            workers=config.audit.test_workers or test_workers(config.audit.jobs),
+                            select=select)  # fmt: skip
     chosen = python or config.audit.python
     if chosen is None and (prepare_env or config.audit.prepare_env):
         try:

@@ -161,3 +161,5 @@ class Gate:
     cache_config: Callable[[GateContext], object] = lambda ctx: None
     environment: Callable[[dict[str, Any]], dict[str, Any]] = lambda settings: {}
     needs_applied: bool = True  # skipped when the patch does not apply in series
+    # the earlier patches its result depends on, for the cache key (None: all of them)
+    keyed_by: Callable[[GateContext], list] | None = None

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit import basesides, testenv
+from patchkit.audit import affectedrun, basesides, testenv
 from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
 from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
 from patchkit.audit.confirm import confirm_failures
@@ -84,9 +84,8 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     whole = {fp.old_path for fp in patch.changed_files if fp.old_path and is_test_file(fp.old_path)
              and any(under_path(fp.old_path, p) for p in selection)}  # fmt: skip
     try:  # the patched side first; the base side only where it can change a test's category
-        patch_side = basesides.run_side(
-            settings, post, selection, env_info, work, "patch", patch.name, progress
-        )
+        patch_side, groups = affectedrun.patched_side(settings, pre, post, selection, env_info, work,
+                                                      patch.name, progress)  # fmt: skip
         if isinstance(patch_side, NoReport):  # no outcome with the patch: the whole base tells what broke
             base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress, patch.name)
             known, stats = set(base_side) if isinstance(base_side, dict) else set(), {"full": len(selection)}
@@ -115,6 +114,8 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     details = {"selection": selection, "environment": env_info,
                "baseline_cached": base_cached == len(selection), "baseline_cached_paths": base_cached,
                "base_on_demand": stats, **({"confirmed": confirmed} if confirmed else {})}  # fmt: skip
+    if groups is not None:  # affected tests first (audit/affectedrun): what each group ran
+        details["groups"] = groups
     patched = None if hung else patch_side
     if settings.shard is not None:  # what `patchkit report` needs to merge the shards (testshards)
         details["shard_part"] = shard_part(settings, full, selection, base_side, patched, known)
@@ -148,7 +149,7 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
                      if t in patched},  # fmt: skip
         "path_seconds": path_seconds(patched),
     })  # fmt: skip
-    summary = summary_message(cmp)
+    summary = affectedrun.noted(summary_message(cmp), details.get("groups"))
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
     if stats.get("run") or stats.get("full") or stats.get("cached"):  # the base side as far as it ran
         evidence.insert(0, _pytest_witness(settings, env_info, selection, "base", cmp.base_counts))
@@ -285,6 +286,23 @@ def _run(ctx: GateContext) -> GateResult:
     return tests_gate(ctx.patch, pre, post, settings, exists, ctx.progress, files_under)
 
 
+def _keyed_by(ctx: GateContext) -> list:
+    """The earlier patches the gate's sides are made of (``_test_sides``): those it needs when they
+    apply alone, else (and when the patch does not apply in series) all of them — so an edit of one
+    patch re-runs the tests of the patches that need it, not of every later one."""
+    if ctx.state.post is None:
+        return list(ctx.earlier)
+    try:
+        pre: Overlay = {}
+        for other in ctx.earlier:
+            if other.name in ctx.needs:
+                apply_patch(other, ctx.trees.base.read, pre)
+        apply_patch(ctx.patch, ctx.trees.base.read, pre)
+    except (HunkMismatch, ValueError):
+        return list(ctx.earlier)
+    return [p for p in ctx.earlier if p.name in ctx.needs]
+
+
 def _test_sides(ctx: GateContext) -> tuple[Overlay, Overlay | None]:
     """Base side = base + only the patches this one needs (so independent patches share one cached
     baseline); patched side = that + this patch. Falls back to the series order."""
@@ -305,7 +323,9 @@ def _cache_config(ctx: GateContext) -> object:
     if t is None:
         return None
     shard = [t.shard, t.plan_digest] if t.shard else []  # a shard's share is not the whole result
-    return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT, *shard]
+    select = [t.select] if t.select != "upstream" else []  # the default's key is as before
+    return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT, *shard,
+            *select]  # fmt: skip
 
 
 def _environment(settings: dict) -> dict:
@@ -316,4 +336,4 @@ def _environment(settings: dict) -> dict:
     return {"tests": {**found, "torch_from": origin} if origin else found}
 
 
-GATE = Gate("tests", _run, cache_config=_cache_config, environment=_environment)
+GATE = Gate("tests", _run, cache_config=_cache_config, environment=_environment, keyed_by=_keyed_by)

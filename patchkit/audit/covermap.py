@@ -1,0 +1,246 @@
+"""The coverage map of a base: which tests executed which scope (``audit/scopes``) of which file,
+recorded by coverage.py on the base side, cached per selected test path under the base and the
+environment (``cache``: checksummed; a corrupt entry, or one whose base or environment differs, is
+a miss).
+
+How it is recorded: one pytest run of the bare base in the test venv, with coverage started in
+every Python process the run starts (a ``sitecustomize`` on PYTHONPATH calls
+``coverage.process_startup()`` under ``COVERAGE_PROCESS_START``: the pytest process, pytest-xdist
+workers, the subprocesses a test spawns), and a pytest plugin that switches coverage's dynamic
+context to the test's JUnit id for its setup, call and teardown (fixtures included) and to
+``collect:<file>`` while a test module is imported; a subprocess inherits the context of the test
+that started it. The data files are combined and read by the test venv's own coverage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from patchkit import cache, timing
+from patchkit.audit.basedemand import file_of_test
+from patchkit.audit.basesides import base_key, run_side, under
+from patchkit.audit.pytestrun import Extra, NoReport, TestSettings
+from patchkit.audit.scopes import line_scopes
+
+KIND = "audit-covermap"
+MAP_FORMAT = 1
+COLLECT = "collect:"  # the context of a test module's import
+
+CONTEXT_PLUGIN = """\
+import os
+import re
+
+import coverage
+import pytest
+
+
+def _junit_id(nodeid):
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]) + "::" + names[-1] if len(names) > 1 else names[0]
+
+
+def _switch(label):
+    os.environ["PATCHKIT_COVERAGE_CONTEXT"] = label  # a subprocess the test starts inherits it
+    cov = coverage.Coverage.current()
+    if cov is not None:
+        cov.switch_context(label)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _switch(_junit_id(item.nodeid))
+    yield
+    _switch("")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    module = isinstance(collector, pytest.Module)
+    if module:
+        _switch("collect:" + collector.nodeid)
+    yield
+    if module:
+        _switch("")
+
+
+def pytest_unconfigure(config):
+    cov = coverage.Coverage.current()  # xdist workers may end without running atexit
+    if cov is not None:
+        cov.stop()
+        cov.save()
+"""
+
+SITECUSTOMIZE = """\
+import os
+
+if os.environ.get("COVERAGE_PROCESS_START"):
+    try:
+        import coverage
+
+        # a newer coverage starts itself from its own .pth before this file runs (process_startup
+        # then returns None): the context goes to whichever Coverage is running
+        _cov = coverage.process_startup() or coverage.Coverage.current()
+        if _cov is not None and os.environ.get("PATCHKIT_COVERAGE_CONTEXT"):
+            _cov.switch_context(os.environ["PATCHKIT_COVERAGE_CONTEXT"])
+    except Exception:  # a process coverage cannot start in runs unmeasured rather than not at all
+        pass
+"""
+
+DUMP = """\
+import json, os, sys
+import coverage
+
+rc, tree, out = sys.argv[1:4]
+cov = coverage.Coverage(config_file=rc)
+cov.combine()
+data = cov.get_data()
+contexts = sorted(data.measured_contexts())
+index = {c: i for i, c in enumerate(contexts)}
+files = {}
+for path in data.measured_files():
+    rel = os.path.relpath(path, tree)
+    if rel.startswith(".."):
+        continue
+    by = {}
+    for line, labels in data.contexts_by_lineno(path).items():
+        for label in labels:
+            by.setdefault(index[label], []).append(line)
+    files[rel] = by
+with open(out, "w", encoding="utf-8") as f:
+    json.dump({"coverage": coverage.__version__, "contexts": contexts, "files": files}, f)
+"""
+
+
+def map_key(settings: TestSettings, env_info: dict, path: str) -> str:
+    """The map of one selected path: the bare base, the environment, the path."""
+    common = base_key(settings, {}, env_info)
+    return hashlib.sha256(
+        json.dumps(["covermap", MAP_FORMAT, *common, path], default=str).encode()
+    ).hexdigest()
+
+
+def load(settings: TestSettings, env_info: dict, paths: list[str]) -> dict[str, dict]:
+    """The cached maps of ``paths`` (those the cache holds, checked against base and environment)."""
+    found = {}
+    for path in paths if settings.use_cache else []:
+        value = cache.get_json(KIND, map_key(settings, env_info, path))
+        if valid(value, settings, env_info):
+            found[path] = value
+    return found
+
+
+def valid(value: object, settings: TestSettings, env_info: dict) -> bool:
+    """A map for this base and this environment, in this format."""
+    return (isinstance(value, dict) and value.get("format") == MAP_FORMAT
+            and value.get("base") == settings.base_hash and value.get("environment") == _fingerprint(env_info)
+            and isinstance(value.get("tests"), list) and isinstance(value.get("files"), dict))  # fmt: skip
+
+
+def _fingerprint(env_info: dict) -> dict:
+    return {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest")}
+
+
+def _extra(plugin: Path, data: Path, rc: Path) -> Callable[[Path], Extra]:
+    def extra(tree: Path) -> Extra:
+        data.mkdir(parents=True, exist_ok=True)
+        rc.write_text(
+            f"[run]\nparallel = True\ndata_file = {data / '.coverage'}\nsource =\n    {tree}\n", "utf-8"
+        )
+        return Extra(path=[plugin], env={"COVERAGE_PROCESS_START": str(rc)}, args=["-p", "patchkit_contexts"])
+
+    return extra
+
+
+def build(settings: TestSettings, env_info: dict, paths: list[str], work: Path,
+          progress: Callable[..., None], who: str) -> dict[str, dict] | NoReport:  # fmt: skip
+    """Run ``paths`` on the bare base under coverage and cache one map per path; the maps, or why
+    the run gave none."""
+    started = time.perf_counter()
+    plugin = work / "covermap-plugin"
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / "patchkit_contexts.py").write_text(CONTEXT_PLUGIN, "utf-8")
+    (plugin / "sitecustomize.py").write_text(SITECUSTOMIZE, "utf-8")
+    rc, data = plugin / "coveragerc", plugin / "data"
+    outcomes = run_side(
+        settings, {}, paths, env_info, work, "covermap", who, progress, extra=_extra(plugin, data, rc)
+    )
+    if isinstance(outcomes, NoReport):
+        return outcomes
+    raw_file = plugin / "map.json"
+    try:
+        proc = subprocess.run([settings.python, "-c", DUMP, str(rc), str(work / "covermap"), str(raw_file)],
+                              capture_output=True, text=True, timeout=settings.test_timeout)  # fmt: skip
+        failed = proc.returncode != 0
+        raw = json.loads(raw_file.read_text("utf-8")) if not failed else {}
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        return NoReport(_no_map(str(exc)))
+    if failed:
+        return NoReport(_no_map(proc.stderr.strip()[-300:]))
+    maps = split(raw, list(outcomes), paths, lambda rel: _read(settings.base_root / rel))
+    for path, value in maps.items():
+        value.update(format=MAP_FORMAT, base=settings.base_hash, environment=_fingerprint(env_info))
+        if settings.use_cache:
+            cache.put_json(KIND, map_key(settings, env_info, path), value)
+    detail = f"{who}: {len(outcomes)} test(s) under coverage, {len(raw.get('files', {}))} file(s) measured"
+    timing.record("tests.covermap", time.perf_counter() - started, detail, started)
+    return maps
+
+
+def _no_map(error: str):
+    from patchkit.values import Message
+
+    return Message("tests.run.no-map", {"error": error})
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def split(
+    raw: dict, test_ids: list[str], paths: list[str], source: Callable[[str], str | None]
+) -> dict[str, dict]:
+    """coverage's lines per context into one map per selected path: its tests, and for each file
+    executed, each scope -> the indices (into tests) of the tests that executed a line of it; a
+    module's import counts for every test of that module."""
+    contexts = raw.get("contexts", [])
+    by_file: dict[str, list[str]] = {}
+    for test_id in test_ids:
+        by_file.setdefault(file_of_test(test_id), []).append(test_id)
+    out = {p: {"tests": sorted(t for t in test_ids if under(t, p)), "files": {}} for p in paths}
+    where = {p: {t: i for i, t in enumerate(out[p]["tests"])} for p in paths}
+    for rel, per_context in raw.get("files", {}).items():
+        text = source(rel) if rel.endswith(".py") else None
+        scopes = line_scopes(text, executed=True) if text is not None else None
+        for index, lines in per_context.items():
+            label = contexts[int(index)]
+            tests = (
+                by_file.get(label[len(COLLECT) :], [])
+                if label.startswith(COLLECT)
+                else [label]
+                if label
+                else []
+            )
+            if not tests:
+                continue
+            names = {scopes[n - 1] if scopes and 0 < n <= len(scopes) else "<module>" for n in lines}
+            for path in paths:
+                mine = [where[path][t] for t in tests if t in where[path]]
+                for name in names if mine else ():
+                    entry = out[path]["files"].setdefault(rel, {}).setdefault(name, [])
+                    entry.extend(mine)
+    for value in out.values():
+        for scopes_of in value["files"].values():
+            for name, ids in scopes_of.items():
+                scopes_of[name] = sorted(set(ids))
+    return out
