@@ -19,6 +19,7 @@ from patchkit.audit.gates import Overlay
 from patchkit.audit.inflight import claim, release
 from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
 from patchkit.audit.pytestrun import NoReport, TestSettings, collect_ids, run_pytest
+from patchkit.audit.testplan import owns, split_files
 from patchkit.audit.testselect import OUTCOME_FORMAT, Outcome, outcomes_by_path
 
 LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
@@ -79,7 +80,10 @@ def base_key(settings: TestSettings, pre: Overlay, env_info: dict) -> tuple:
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
     if installed := installed_vllm(settings.python):
         fingerprint["installed_vllm"] = [str(installed.root), *installed.compiled]
-    return OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), fingerprint, settings.per_test_timeout
+    # a shard's run of a file split by test id holds only its tests: not the file's outcome for others
+    shard = [settings.shard, settings.plan_digest] if settings.shard and split_files(settings.plan) else []
+    timeout = settings.per_test_timeout
+    return OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), fingerprint, timeout, *shard
 
 
 def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path,
@@ -178,7 +182,8 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         if collected is None:  # the base cannot collect them alone: run them in full
             demand.files = sorted(set(demand.files) | set(changed))
         else:
-            demand.ids = sorted(set(demand.ids) | set(gone(collected, patched or {})))
+            lost = [t for t in gone(collected, patched or {}) if owns(t, settings.plan, settings.shard)]
+            demand.ids = sorted(set(demand.ids) | set(lost))
     files = [f for f in demand.files if not any(under(f[:-3].replace("/", "."), p) for p in whole)]
     ids = [t for t in demand.ids if not any(under(t, p) for p in whole)]
     stats["cached"] += len(demand.ids) - len(ids) + len(demand.files) - len(files)

@@ -14,6 +14,7 @@ from functools import cache as memoised
 from pathlib import Path
 
 from patchkit import cache
+from patchkit.audit.shardfilter import shard_plugin
 from patchkit.audit.testselect import Outcome, parse_junit
 from patchkit.values import Message
 
@@ -43,7 +44,7 @@ class TestSettings:
     env_error: str | None = None  # why no test environment could be prepared
     workers: int = 1  # pytest-xdist workers per run (1: no xdist)
     shard: tuple[int, int] | None = None  # test-level shard I/N of the whole audit (audit/testplan)
-    plan: dict[str, int] = field(default_factory=dict)  # test file -> shard
+    plan: dict[str, int] = field(default_factory=dict)  # test file or JUnit id -> shard (testplan)
     plan_digest: str = ""
 
 
@@ -157,6 +158,11 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
         (plugin / "only.json").write_text(json.dumps({"ids": only[0], "files": only[1]}), "utf-8")
         env.update(PYTHONPATH=f"{tree}{os.pathsep}{plugin}", PATCHKIT_ONLY=str(plugin / "only.json"))
         args += ["-p", "patchkit_only"]
+    where = tree.parent / f".patchkit-shard-{tree.name}"  # a test shard: its tests of a split file
+    shard_args, shard_env = shard_plugin(settings.shard, settings.plan, tests, where)
+    if shard_args:
+        env.update(PYTHONPATH=f"{env['PYTHONPATH']}{os.pathsep}{where}", **shard_env)
+        args += shard_args
     if owns_bytecode(settings.python):
         del env["PYTHONDONTWRITEBYTECODE"]
     proc = subprocess.Popen([*args, *tests], cwd=tree, env=env, stdout=subprocess.PIPE,

@@ -25,7 +25,7 @@ from patchkit.audit.gates import (
 )
 from patchkit.audit.model import Evidence, GateResult
 from patchkit.audit.pytestrun import NoReport, TestSettings, environment
-from patchkit.audit.testplan import expand, owner, pack
+from patchkit.audit.testplan import expand, pack, shard_files
 from patchkit.audit.testselect import OUTCOME_FORMAT, compare, is_test_file, select_tests, summary_message
 from patchkit.diff.hunks import HunkMismatch
 from patchkit.errors import UserError
@@ -62,9 +62,9 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     if not env_info.get("pytest"):
         return result(cannot, "gate.tests.no-pytest", {"python": settings.python}, selection=selection)
     full = selection
-    if settings.shard is not None:  # test-level shards: this runner's test files of the selection
+    if settings.shard is not None:  # test-level shards: this runner's files (and tests) of the selection
         i, n = settings.shard
-        selection = [f for f in expand(full, files_under) if owner(f, settings.plan, n) == i]
+        selection = shard_files(expand(full, files_under), settings.plan, settings.shard)
         if not selection:
             part = shard_part(settings, full, [], {}, {}, set())
             return result(
