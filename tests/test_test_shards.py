@@ -236,3 +236,27 @@ def test_a_big_file_split_across_shards_merges_into_the_unsharded_record(heavy_p
     differences = list(_diff(_normal(json.loads(json.dumps(merged.to_dict()))), _normal(expected)))
     assert not differences, "\n".join(differences[:20])
     assert merged.verdict == whole.verdict
+
+
+def test_the_audit_starts_the_longest_recorded_tests_first(project):
+    from patchkit.audit.engine import load_patches
+    from patchkit.audit.gates.apply import series_states
+    from patchkit.audit.shardplan import longest_first
+
+    root, series, rules = project
+    base = BaseTree(root)
+    patches = load_patches(series, load_rules(rules))
+    states = series_states(base, patches)
+    settings = TestSettings(python=sys.executable, base_root=root, base_hash="")
+
+    def order() -> list[str]:
+        return [p.name for p in longest_first(series, base, patches, states, settings)]
+
+    assert order() == [
+        "0001-calc.patch",
+        "0002-hub.patch",
+        "0003-tool.patch",
+    ]  # nothing recorded: series order
+    recorded = {"tests/tool/test_t2.py": 50.0, "tests/test_calc.py": 5.0}
+    (series / "test-durations.json").write_text(json.dumps(recorded))
+    assert order() == ["0003-tool.patch", "0001-calc.patch", "0002-hub.patch"]  # LPT: the tool tests first

@@ -233,8 +233,12 @@ def run_audit(
         tell("patch-done", status=pa.verdict)
         return pa
 
+    order = chosen  # the longest recorded tests first: the last patch to start is a short one
+    if "tests" in options.gates and options.jobs > 1 and options.settings.get("tests") is not None:
+        order = shardplan.longest_first(series_dir, base, chosen, states, options.settings["tests"])
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        audits = list(pool.map(audit_one, chosen))
+        running = {p.name: pool.submit(audit_one, p) for p in order}
+        audits = [running[p.name].result() for p in chosen]  # the record in series order
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
            "series_patches": [p.name for p in patches], "upstream_missing": meta.missing,
            "optional_gates": list(options.optional)}  # fmt: skip

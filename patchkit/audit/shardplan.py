@@ -24,18 +24,46 @@ from patchkit.base.tree import BaseTree
 COLLECT_FORMAT = 1  # bump when a cached collection's shape changes
 
 
+def selected_files(
+    base: BaseTree, patches: list[PatchUnderAudit], states: list[SeriesState]
+) -> dict[str, list[str]]:
+    """Each applied patch's selected test files (directories expanded), by patch name."""
+    out: dict[str, list[str]] = {}
+    for patch in patches:
+        if states[patch.index].post is not None:
+            exists, files_under = tree_predicates(base, states[patch.index].post)
+            out[patch.name] = expand(selection_for(patch, exists)[0], files_under)
+    return out
+
+
+def longest_first(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], states: list[SeriesState],
+                  settings: TestSettings) -> list[PatchUnderAudit]:  # fmt: skip
+    """The patches in the order the audit's jobs start them: by their tests' recorded seconds
+    (test-durations.json; a file several patches select counts its share), longest first — LPT, so
+    that no core idles at the end while one long selection still runs; series order without
+    durations, or where they tie."""
+    durations = read_durations(series_dir)
+    if not durations or settings.shard is not None:
+        return list(patches)
+    files = selected_files(base, patches, states)
+    uses: dict[str, int] = {}
+    for chosen in files.values():
+        for f in chosen:
+            uses[f] = uses.get(f, 0) + 1
+    weight = {name: sum(durations.get(f, 0.0) / uses[f] for f in chosen) for name, chosen in files.items()}
+    return sorted(patches, key=lambda p: (-weight.get(p.name, 0.0), p.index))
+
+
 def prepare(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], states: list[SeriesState],
             settings: TestSettings, shard: tuple[int, int]) -> tuple[TestSettings, dict]:  # fmt: skip
     """The tests gate's settings for this shard (its plan) and what the record says about it."""
     units: dict[str, int] = {}
     first: dict[str, int] = {}  # test file -> the first patch (series order) that selects it
-    for patch in patches:
-        if states[patch.index].post is None:
-            continue
-        exists, files_under = tree_predicates(base, states[patch.index].post)
-        for f in expand(selection_for(patch, exists)[0], files_under):
+    by_name = {p.name: p.index for p in patches}
+    for name, files in selected_files(base, patches, states).items():
+        for f in files:
             units[f] = units.get(f, 0) + 1
-            first.setdefault(f, patch.index)
+            first.setdefault(f, by_name[name])
     durations = read_durations(series_dir)
     count = shard[1]
     big = heavy(units, durations, count)
