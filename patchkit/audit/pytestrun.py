@@ -101,9 +101,11 @@ def pytest_collection_modifyitems(session, config, items):
     with open(os.environ["PATCHKIT_ONLY"], encoding="utf-8") as f:
         want = json.load(f)
     ids, files = set(want["ids"]), set(want["files"])
+    gone_in = {f: set(t) for f, t in want.get("gone_in", {}).items()}  # a changed file: those not listed
     keep, drop = [], []
     for item in items:
-        wanted = item.nodeid.split("::")[0] in files or _junit_id(item.nodeid) in ids
+        path, test_id = item.nodeid.split("::")[0], _junit_id(item.nodeid)
+        wanted = path in files or test_id in ids or (path in gone_in and test_id not in gone_in[path])
         (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -139,10 +141,11 @@ def collect_ids(settings: TestSettings, tree: Path, tests: list[str]) -> list[st
 
 def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: dict,
                on_count: Callable[[int, int], None],
-               only: tuple[list[str], list[str]] | None = None) -> dict[str, Outcome] | NoReport:  # fmt: skip
+               only: tuple | None = None) -> dict[str, Outcome] | NoReport:  # fmt: skip
     """Outcomes by test id, or the reason the run produced none. ``on_count(done, selected)`` is
     told the run's own progress as pytest prints it ("[ 12/296]" at the end of a line). ``only``:
-    (JUnit ids, files) — run just those tests of ``tests`` (the rest are deselected)."""
+    (JUnit ids, files[, {changed file: the patched run's ids in it}]) — run just those tests of
+    ``tests``, and a changed file's tests not listed for it (the rest are deselected)."""
     junit = tree / ".patchkit-junit.xml"
     # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
     args = [settings.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
@@ -155,7 +158,8 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
         plugin = tree.parent / f".patchkit-only-{tree.name}"
         plugin.mkdir(exist_ok=True)
         (plugin / "patchkit_only.py").write_text(ONLY_PLUGIN, "utf-8")
-        (plugin / "only.json").write_text(json.dumps({"ids": only[0], "files": only[1]}), "utf-8")
+        want = {"ids": only[0], "files": only[1], "gone_in": only[2] if len(only) > 2 else {}}
+        (plugin / "only.json").write_text(json.dumps(want), "utf-8")
         env.update(PYTHONPATH=f"{tree}{os.pathsep}{plugin}", PATCHKIT_ONLY=str(plugin / "only.json"))
         args += ["-p", "patchkit_only"]
     where = tree.parent / f".patchkit-shard-{tree.name}"  # a test shard: its tests of a split file
