@@ -7,7 +7,10 @@ Every run gets a new, empty ``PATCHKIT_CACHE`` whose environment entries (the ba
 test venv, the hook tools) are links to the shared cache: the gates, the base sides, the guide and
 the plan's collection start cold in each run, as on N separate CI runners, and no venv is rebuilt.
 The durations the shards balance by come from a record given with ``--durations-from`` (e.g. a cold
-main job's ``reports/audit.json``) through ``patchkit ci durations``, else from the unsharded run.
+main job's ``reports/audit.json``) through ``patchkit ci durations`` (without it: by counts). The
+shards run first, then the unsharded audit; ``testshards.json`` is written after each run. Each
+run's CPU seconds (its process tree, ``getrusage``) are kept beside its wall and gate seconds: on a
+machine other work shares, the CPU ratio is the steadier figure.
 
     python -m bench.testshards --shards 4 --durations-from /work/fresh/reports/audit.json --work DIR
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,13 +48,14 @@ def _audit(series: Path, out: Path, env: dict, log: Path, shard: str | None) -> 
     config = str(REPO / "patchkit.toml")
     command = [sys.executable, "-m", "patchkit", "audit", str(series), "--config", config, "--json", str(out)]
     command += ["--shard", shard] if shard else []
-    started = time.perf_counter()
+    started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("ab") as sink:
         sink.write(f"\n$ {' '.join(command)}\n".encode())
         sink.flush()
         code = subprocess.run(command, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT).returncode
-    wall = time.perf_counter() - started
+    wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
     record = json.loads(out.read_text("utf-8")) if out.is_file() else {}
+    record["_cpu_s"] = round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)
     return wall, code, record
 
 
@@ -98,18 +103,10 @@ def run(shards: int, work: Path, durations_from: Path | None) -> dict:
     shutil.copytree(REPO / "patches", series)
     (series / "test-durations.json").unlink(missing_ok=True)
     result: dict = {"shards": shards, "uptime_before": _uptime()}
-    if durations_from is not None:
+    if durations_from is not None:  # else the shards balance by counts
         subprocess.run([sys.executable, "-m", "patchkit", "ci", "durations", str(durations_from), "--out",
                         str(series / "test-durations.json")], check=True, cwd=REPO)  # fmt: skip
         result["durations_from"] = str(durations_from)
-    wall, code, whole = _audit(series, work / "whole.json", _cache(work, "whole"), log, None)
-    result["unsharded"] = {"wall_s": round(wall, 1), "gates_s": round(gate_seconds(whole), 1), "exit": code,
-                           "uptime_after": _uptime()}  # fmt: skip
-    if not (series / "test-durations.json").exists():
-        recorded = str(work / "whole.json")
-        subprocess.run([sys.executable, "-m", "patchkit", "ci", "durations", recorded, "--out",
-                        str(series / "test-durations.json")], check=True, cwd=REPO)  # fmt: skip
-        result["durations_from"] = "the unsharded run above"
     parts = []
     for i in range(1, shards + 1):
         out = work / f"shard-{i}.json"
@@ -118,7 +115,13 @@ def run(shards: int, work: Path, durations_from: Path | None) -> dict:
         info = record.get("environment", {}).get("test_shards", {})
         result[f"shard {i}/{shards}"] = {"wall_s": round(wall, 1), "gates_s": round(gate_seconds(record), 1),
                                          "exit": code, "plan": info.get("plan"), "split": info.get("split"),
+                                         "cpu_s": record["_cpu_s"],
                                          "uptime_after": _uptime()}  # fmt: skip
+        (work / "testshards.json").write_text(json.dumps(result, indent=1))  # so far
+    wall, code, whole = _audit(series, work / "whole.json", _cache(work, "whole"), log, None)
+    result["unsharded"] = {"wall_s": round(wall, 1), "gates_s": round(gate_seconds(whole), 1), "exit": code,
+                           "cpu_s": whole["_cpu_s"], "uptime_after": _uptime()}  # fmt: skip
+    (work / "testshards.json").write_text(json.dumps(result, indent=1))
     slowest = max(result[f"shard {i}/{shards}"]["gates_s"] for i in range(1, shards + 1))
     result["ratio_slowest_shard_to_unsharded_gates"] = round(slowest / result["unsharded"]["gates_s"], 3)
     result["target"] = f"<= {TARGET}"
