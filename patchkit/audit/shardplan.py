@@ -1,7 +1,10 @@
 """The test-level plan of one audit (``--shard I/N`` with the tests gate): its units — each patch's
 selected test files, and the heavy ones (``testplan.heavy``) split by test id from pytest's own
-``--collect-only`` in the test venv on the base + patch tree — planned over the shards by the
-series dir's recorded durations; the tests gate's settings for this shard, and what its record says."""
+``--collect-only`` in the test venv on the base + patch tree (base + the whole series, one process,
+when every patch applies; else each heavy file on the tree of the first patch that selects it: a test
+a patch's own tree has and that tree lacks goes to its file's home shard) — planned over the shards
+by the series dir's recorded durations; the tests gate's settings for this shard, and what its
+record says."""
 
 from __future__ import annotations
 
@@ -68,7 +71,10 @@ def prepare(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], st
     count = shard[1]
     big = heavy(units, durations, count)
     ids: dict[str, list[str]] = {}
-    for index in sorted({first[f] for f in big}):  # one collection per patch tree that selects one first
+    final = states[-1].post if states and all(s.post is not None for s in states) else None
+    if final is not None and big:  # one collection (one vLLM import) on base + the whole series
+        ids = collected(settings, final, big, "base + series")
+    for index in sorted({first[f] for f in big}) if final is None else []:  # else per patch tree
         files = [f for f in big if first[f] == index]
         ids.update(collected(settings, states[index].post or {}, files, patches[index].name))
     assignment = plan(units, durations, count, ids)
