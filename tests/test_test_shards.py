@@ -260,3 +260,6 @@ def test_the_audit_starts_the_longest_recorded_tests_first(project):
     recorded = {"tests/tool/test_t2.py": 50.0, "tests/test_calc.py": 5.0}
     (series / "test-durations.json").write_text(json.dumps(recorded))
     assert order() == ["0003-tool.patch", "0001-calc.patch", "0002-hub.patch"]  # LPT: the tool tests first
+    shard = {"tests/tool/test_t2.py": 1, "tests/test_calc.py": 2}  # a shard counts only its own files
+    settings = TestSettings(python=sys.executable, base_root=root, base_hash="", shard=(2, 2), plan=shard)
+    assert order()[0] == "0001-calc.patch"

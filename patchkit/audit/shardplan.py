@@ -21,7 +21,7 @@ from patchkit.audit.basesides import base_key, materialise
 from patchkit.audit.gates import PatchUnderAudit, SeriesState
 from patchkit.audit.gates.tests import selection_for, tree_predicates
 from patchkit.audit.pytestrun import TestSettings, collect_ids, environment
-from patchkit.audit.testplan import DURATIONS_FILE, digest, expand, heavy, plan
+from patchkit.audit.testplan import DURATIONS_FILE, digest, expand, heavy, owner, plan, split_files
 from patchkit.base.tree import BaseTree
 
 COLLECT_FORMAT = 1  # bump when a cached collection's shape changes
@@ -44,17 +44,28 @@ def longest_first(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudi
     """The patches in the order the audit's jobs start them: by their tests' recorded seconds
     (test-durations.json; a file several patches select counts its share), longest first — LPT, so
     that no core idles at the end while one long selection still runs; series order without
-    durations, or where they tie."""
+    durations, or where they tie. In a test shard, only its own share of each file counts."""
     durations = read_durations(series_dir)
-    if not durations or settings.shard is not None:
+    if not durations:
         return list(patches)
     files = selected_files(base, patches, states)
     uses: dict[str, int] = {}
     for chosen in files.values():
         for f in chosen:
             uses[f] = uses.get(f, 0) + 1
-    weight = {name: sum(durations.get(f, 0.0) / uses[f] for f in chosen) for name, chosen in files.items()}
+    weight = {name: sum(durations.get(f, 0.0) / uses[f] * _share(f, settings) for f in chosen)
+              for name, chosen in files.items()}  # fmt: skip
     return sorted(patches, key=lambda p: (-weight.get(p.name, 0.0), p.index))
+
+
+def _share(path: str, settings: TestSettings) -> float:
+    """The share of a test file's tests this runner runs (unsharded: all)."""
+    if settings.shard is None:
+        return 1.0
+    i, n = settings.shard
+    if split := split_files(settings.plan).get(path):
+        return sum(s == i for s in split.values()) / len(split)
+    return 1.0 if owner(path, settings.plan, n) == i else 0.0
 
 
 def prepare(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], states: list[SeriesState],
