@@ -223,7 +223,13 @@ def put_json(kind: str, key: str, obj: Any) -> Path | None:
     # the header line names the key and the checksum of the body's bytes: a reader verifies the
     # bytes it read (one sha256) instead of serialising the value again
     body = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("ascii") + b"\n"
-    header = {"format": ENVELOPE, "kind": kind, "key": key, "bytes": len(body), "sha256": _checksum(kind, key, body)}
+    header = {
+        "format": ENVELOPE,
+        "kind": kind,
+        "key": key,
+        "bytes": len(body),
+        "sha256": _checksum(kind, key, body),
+    }
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

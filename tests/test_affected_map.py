@@ -96,9 +96,9 @@ def test_only_the_tests_that_ran_a_changed_scope_run_first():
 
 def test_build_records_contexts_per_test_in_a_real_run(tmp_path, monkeypatch):
     """coverage itself records the map: a tiny base, two tests, one function each (and a subprocess)."""
-    import coverage  # noqa: F401 - patchkit's [test] extra installs it; the test venv gets it pinned
     import sys
 
+    import coverage  # noqa: F401 - patchkit's [test] extra installs it; the test venv gets it pinned
     from fixtures.audit.builder import fake_base
 
     from patchkit.audit.pytestrun import environment

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import coverage  # noqa: E402,F401 - the map is recorded by coverage in the interpreter the tests run with ([test] extra)
 import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 from typer.testing import CliRunner
@@ -22,8 +23,6 @@ from patchkit.cli import app
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
 from patchkit.values import Pin
-
-import coverage  # noqa: E402,F401 - the map is recorded by coverage in the interpreter the tests run with ([test] extra)
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"

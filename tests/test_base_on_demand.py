@@ -191,6 +191,29 @@ def test_a_changed_test_file_is_collected_on_the_base_and_only_its_gone_tests_ru
     assert gate.details["base_on_demand"]["run"] == 1
 
 
+def test_a_changed_test_files_gone_tests_need_no_pytest_process_of_their_own(tmp_path, monkeypatch):
+    """Issue 28: the base's tests gone with a changed test file are chosen inside the one base run;
+    no `pytest --collect-only` first (each pytest process pays vLLM's import)."""
+    import subprocess
+
+    collections, real = [], subprocess.run
+
+    def counting(args, *rest, **kwargs):
+        if "--collect-only" in args:
+            collections.append(args)
+        return real(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    kept = TEST_CALC[: TEST_CALC.index("\n\ndef test_scale")] + "\n"
+    gate = _audit(tmp_path, file_diff("tests/test_calc.py", TEST_CALC, kept) + file_diff(
+        "vllm/calc.py", CALC, CALC.replace("a + b", "a - b")))  # fmt: skip
+    assert gate.details["tests"]["removed"] == ["tests.test_calc::test_scale"]
+    assert gate.details["tests"]["regressed"] == ["tests.test_calc::test_add"]  # and a failure's base run
+    assert gate.details["base_on_demand"]["run"] == 2
+    assert len([s for s in timing.stages() if s.name == "tests.pytest.base"]) == 1  # both in one run
+    assert collections == []
+
+
 def test_categories_where_the_patch_passes_need_no_failing_test_on_the_base():
     patched = {"tests.t.test_a::test_1": Outcome("passed"), "tests.t.test_a::test_2": Outcome("failed")}
     base = {"tests.t.test_a::test_2": Outcome("passed")}

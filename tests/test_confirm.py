@@ -18,7 +18,8 @@ def _flaky_once(marker: Path, body: str) -> str:
     """A test body that fails on its first run (it leaves ``marker``) and passes afterwards."""
     return (
         f"    import pathlib\n    m = pathlib.Path({str(marker)!r})\n"
-        f"    if not m.exists():\n        m.write_text('ran')\n        raise AssertionError('first run only')\n{body}"
+        "    if not m.exists():\n        m.write_text('ran')\n"
+        f"        raise AssertionError('first run only')\n{body}"
     )
 
 
@@ -63,12 +64,16 @@ def test_only_failures_are_run_again_and_a_retry_without_a_report_keeps_the_firs
     patched = {"tests.t::a": Outcome("failed", "E boom"), "tests.t::b": Outcome("passed"),
                "tests.t::c": Outcome("failed"), "tests.t::d": Outcome("error")}  # fmt: skip
     run_side, calls = _fake_run_side({"tests.t::a": "passed", "tests.t::d": "failed"})
-    out, info = confirm.confirm_failures(None, None, base, patched, set(patched), {}, tmp_path, "p", print, run_side)
+    out, info = confirm.confirm_failures(
+        None, None, base, patched, set(patched), {}, tmp_path, "p", print, run_side
+    )
     assert calls == [("patch-retry", ["tests/t.py"], (["tests.t::a", "tests.t::d"], []))]  # c: still-failing
     assert out["tests.t::a"].status == "flaky" and out["tests.t::a"].text == "E boom"
     assert out["tests.t::d"].status == "error" and info == {"retried": 2, "flaky": 1, "retry_report": True}
     run_side, _ = _fake_run_side(None)
-    out, info = confirm.confirm_failures(None, None, base, patched, set(patched), {}, tmp_path, "p", print, run_side)
+    out, info = confirm.confirm_failures(
+        None, None, base, patched, set(patched), {}, tmp_path, "p", print, run_side
+    )
     assert out == patched and info["retry_report"] is False
 
 
@@ -77,8 +82,12 @@ def test_many_failures_are_not_run_again(tmp_path):
     base = {t: Outcome("passed") for t in ids}
     patched = {t: Outcome("failed") for t in ids}
     run_side, calls = _fake_run_side({})
-    out, info = confirm.confirm_failures(None, None, base, patched, set(ids), {}, tmp_path, "p", print, run_side)
-    assert calls == [] and out == patched and info == {"retried": 0, "not_retried": len(ids), "why": "too-many"}
+    out, info = confirm.confirm_failures(
+        None, None, base, patched, set(ids), {}, tmp_path, "p", print, run_side
+    )
+    assert (
+        calls == [] and out == patched and info == {"retried": 0, "not_retried": len(ids), "why": "too-many"}
+    )
 
 
 @pytest.mark.parametrize("base", ["passed", "skipped", "failed", "absent"])

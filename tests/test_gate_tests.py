@@ -59,7 +59,9 @@ def test_regressed_could_not_run_and_passed(tmp_path, cache):
     ran = [s for s in timing.stages() if s.name.startswith("tests.pytest.")]
     # the regression of 0003 is run once more with the patch before it fails the gate (confirm)
     assert {s.name for s in ran} == {"tests.pytest.base", "tests.pytest.patch", "tests.pytest.patch-retry"}
-    assert [s.detail.split(":")[0] for s in ran if s.name == "tests.pytest.patch-retry"] == ["0003-calc.patch"]
+    assert [s.detail.split(":")[0] for s in ran if s.name == "tests.pytest.patch-retry"] == [
+        "0003-calc.patch"
+    ]
     assert any(s.detail.startswith("0003-calc.patch") for s in ran) and timing.was_cold(ran)
 
     assert hub.status == "could-not-run"  # nothing ran: never passed
@@ -93,7 +95,11 @@ def test_no_cache_runs_both_sides_and_writes_nothing(tmp_path, cache):
     assert result.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]
     assert result.details["baseline_cached_paths"] == 0
     ran = sorted(s.name for s in timing.stages() if s.name.startswith("tests.pytest."))
-    assert ran == ["tests.pytest.base", "tests.pytest.patch", "tests.pytest.patch-retry"]  # the retry: confirm
+    assert ran == [
+        "tests.pytest.base",
+        "tests.pytest.patch",
+        "tests.pytest.patch-retry",
+    ]  # the retry: confirm
     assert not list(cache.glob("audit-baseline/*.json"))
 
 
@@ -290,8 +296,13 @@ def test_patches_whose_selections_overlap_run_a_shared_path_on_the_base_once(tmp
     timing.reset()
     result = fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
     ran = [s.name for s in timing.stages() if s.name.startswith("tests.pytest.")]
-    assert sorted(ran) == ["tests.pytest.base", "tests.pytest.patch", "tests.pytest.patch",
-                           "tests.pytest.patch-retry", "tests.pytest.patch-retry"]  # each regression confirmed
+    assert sorted(ran) == [
+        "tests.pytest.base",
+        "tests.pytest.patch",
+        "tests.pytest.patch",
+        "tests.pytest.patch-retry",
+        "tests.pytest.patch-retry",
+    ]  # each regression confirmed
     first, second = gate(result, 0), gate(result, 1)
     assert set(first.details["selection"]) < set(second.details["selection"])
     # test_calc's base side came from the other gate's run (its cache entry) in exactly one of them

@@ -157,3 +157,109 @@ def _diff(a, b, path=""):
             yield from _diff(x, y, f"{path}[{k}]")
     elif a != b:
         yield f"{path}: {str(a)[:300]} != {str(b)[:300]}"
+
+
+# --------------------------------------------------------------------------- issue 28: test-id units
+
+BIG = (
+    "import importlib.util\n\nimport pytest\n\n\n"
+    "@pytest.mark.parametrize('k', range(6))\ndef test_many(k):\n    assert k >= 0\n\n\n"
+    "def test_fails_on_both():\n    assert 0\n\n\n"
+    "def test_no_tool_module():  # passes on the base; the tool patch adds vllm/tool.py\n"
+    "    has_tool = importlib.util.find_spec('vllm.tool') is not None\n    assert not has_tool\n"
+)
+BIG_IDS = [f"tests.tool.test_big::test_many[{k}]" for k in range(6)] + [
+    "tests.tool.test_big::test_fails_on_both", "tests.tool.test_big::test_no_tool_module"]  # fmt: skip
+
+
+def test_a_heavy_file_is_split_by_test_id_and_the_plan_is_the_same_on_every_runner():
+    from patchkit.audit.testplan import heavy, owns, shard_files, split_files
+
+    units = {"tests/test_big.py": 1, "tests/test_a.py": 1, "tests/test_b.py": 2}
+    durations = {"tests/test_big.py": 80.0, "tests/test_a.py": 5.0, "tests/test_b.py": 5.0}
+    assert heavy(units, durations, 4) == ["tests/test_big.py"]  # 80 > 0.25 * 90 / 4; 5 is not
+    assert heavy(units, {}, 4) == [] and heavy(units, durations, 1) == []  # nothing recorded / one shard
+    ids = {"tests/test_big.py": [f"tests.test_big::test_{k}" for k in range(8)]}
+    assignment = plan(units, durations, 4, ids)
+    again = plan(dict(reversed(units.items())), dict(reversed(durations.items())), 4,
+                 {f: list(t) for f, t in ids.items()})  # fmt: skip
+    assert assignment == again  # deterministic: input order does not matter
+    split = split_files(assignment)["tests/test_big.py"]
+    assert len(set(split.values())) == 4  # 8 tests of 10 s each over the 4 shards
+    wholes = ("tests/test_a.py", "tests/test_b.py")
+    loads = [
+        10.0 * list(split.values()).count(k) + 5.0 * sum(assignment[f] == k for f in wholes)
+        for k in (1, 2, 3, 4)
+    ]
+    assert sorted(loads) == [20.0, 20.0, 25.0, 25.0]  # whole files stay whole; the big one is spread
+    home = assignment["tests/test_big.py"]
+    assert home == split["tests.test_big::test_0"]  # a split file's home: the shard of its first test
+    assert owner("tests.test_big::test_unknown", assignment, 4) == home  # a test the plan lacks: home
+    for k in range(1, 5):  # every shard runs the big file (it owns tests of it); each test has one owner
+        assert "tests/test_big.py" in shard_files(list(units), assignment, (k, 4))
+    for test_id in [*ids["tests/test_big.py"], "tests.test_big::test_unknown", "tests.test_a::test_x"]:
+        assert sum(owns(test_id, assignment, (k, 4)) for k in range(1, 5)) == 1
+
+
+@pytest.fixture
+def heavy_project(project):
+    root, series, rules = project
+    (root / "tests" / "tool" / "test_big.py").write_text(BIG)
+    recorded = {"tests/tool/test_big.py": 100.0, "tests/test_calc.py": 1.0, "tests/tool/test_t0.py": 1.0}
+    (series / "test-durations.json").write_text(json.dumps(recorded))
+    return project
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_a_big_file_split_across_shards_merges_into_the_unsharded_record(heavy_project, tmp_path, shards):
+    whole = _audit(heavy_project)
+    tool = next(g for g in whole.patches[2].gates if g.gate == "tests")
+    assert "tests.tool.test_big::test_no_tool_module" in tool.details["tests"]["regressed"]
+    assert "tests.tool.test_big::test_fails_on_both" in tool.details["tests"]["still-failing"]
+    ran: dict[str, list[int]] = {}
+    plans = set()
+    for i in range(1, shards + 1):
+        part = _audit(heavy_project, (i, shards))
+        info = part.environment["test_shards"]
+        assert info["split"] == {"tests/tool/test_big.py": len(BIG_IDS)}  # collected by pytest itself
+        plans.add(info["plan"])
+        gate = next(g for g in part.patches[2].gates if g.gate == "tests")
+        for test_id in gate.details.get("shard_part", {}).get("patched") or {}:
+            ran.setdefault(test_id, []).append(i)
+        (tmp_path / f"audit-{i}.json").write_text(json.dumps(part.to_dict()))
+    assert len(plans) == 1  # every runner computed the same plan
+    big = {t: s for t, s in ran.items() if t.startswith("tests.tool.test_big::")}
+    assert sorted(big) == sorted(BIG_IDS) and all(len(s) == 1 for s in big.values())  # each test once
+    assert len({s[0] for s in big.values()}) == shards  # the one file ran on every shard, split
+    merged = report.merge([report.load(tmp_path / f"audit-{i}.json") for i in range(1, shards + 1)])
+    expected = json.loads(json.dumps(whole.to_dict()))
+    differences = list(_diff(_normal(json.loads(json.dumps(merged.to_dict()))), _normal(expected)))
+    assert not differences, "\n".join(differences[:20])
+    assert merged.verdict == whole.verdict
+
+
+def test_the_audit_starts_the_longest_recorded_tests_first(project):
+    from patchkit.audit.engine import load_patches
+    from patchkit.audit.gates.apply import series_states
+    from patchkit.audit.shardplan import longest_first
+
+    root, series, rules = project
+    base = BaseTree(root)
+    patches = load_patches(series, load_rules(rules))
+    states = series_states(base, patches)
+    settings = TestSettings(python=sys.executable, base_root=root, base_hash="")
+
+    def order() -> list[str]:
+        return [p.name for p in longest_first(series, base, patches, states, settings)]
+
+    assert order() == [
+        "0001-calc.patch",
+        "0002-hub.patch",
+        "0003-tool.patch",
+    ]  # nothing recorded: series order
+    recorded = {"tests/tool/test_t2.py": 50.0, "tests/test_calc.py": 5.0}
+    (series / "test-durations.json").write_text(json.dumps(recorded))
+    assert order() == ["0003-tool.patch", "0001-calc.patch", "0002-hub.patch"]  # LPT: the tool tests first
+    shard = {"tests/tool/test_t2.py": 1, "tests/test_calc.py": 2}  # a shard counts only its own files
+    settings = TestSettings(python=sys.executable, base_root=root, base_hash="", shard=(2, 2), plan=shard)
+    assert order()[0] == "0001-calc.patch"

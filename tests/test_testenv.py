@@ -23,7 +23,13 @@ def test_steps_install_the_given_torch_requirements_and_test_tools(tmp_path):
     plan = dict(testenv.steps(tmp_path / "venv", base, "torch==2.6.0+cpu"))
     assert plan["torch (CPU)"][-1] == "torch==2.6.0+cpu"
     assert str(base / "requirements" / "common.txt") in plan["requirements/common.txt"]
-    assert plan["test tools"][-5:] == ["pytest", "tblib", "pytest-timeout", "pytest-xdist", "coverage==7.10.6"]
+    assert plan["test tools"][-5:] == [
+        "pytest",
+        "tblib",
+        "pytest-timeout",
+        "pytest-xdist",
+        "coverage==7.10.6",
+    ]
     assert testenv.requirements(base, "torch==2.6.0+cpu") == [
         "torch==2.6.0+cpu", "-r", str(base / "requirements" / "common.txt"),
         "pytest", "tblib", "pytest-timeout", "pytest-xdist", "coverage==7.10.6",

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit.basedemand import Demand, file_of_test, gone
+from patchkit.audit.basedemand import Demand, file_of_test
 from patchkit.audit.gates import Overlay
 from patchkit.audit.inflight import claim, release
 from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
-from patchkit.audit.pytestrun import Extra, NoReport, TestSettings, collect_ids, run_pytest
+from patchkit.audit.pytestrun import Extra, NoReport, TestSettings, run_pytest
+from patchkit.audit.testplan import split_files
 from patchkit.audit.testselect import OUTCOME_FORMAT, Outcome, outcomes_by_path
 
 LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
@@ -55,7 +56,7 @@ def overlay_digest(overlay: Overlay) -> str:
 
 def run_side(settings: TestSettings, overlay: Overlay, tests: list[str], env_info: dict, work: Path,
              label: str, who: str, progress: Callable[..., None],
-             only: tuple[list[str], list[str]] | None = None, invert: bool = False,
+             only: tuple | None = None, invert: bool = False,
              extra: Callable[[Path], Extra] | None = None):  # fmt: skip
     """One pytest run of ``tests`` in base + ``overlay`` (``extra``: more for the run, given its tree)."""
     tree = work / label
@@ -82,7 +83,10 @@ def base_key(settings: TestSettings, pre: Overlay, env_info: dict) -> tuple:
     fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
     if installed := installed_vllm(settings.python):
         fingerprint["installed_vllm"] = [str(installed.root), *installed.compiled]
-    return OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), fingerprint, settings.per_test_timeout
+    # a shard's run of a file split by test id holds only its tests: not the file's outcome for others
+    shard = [settings.shard, settings.plan_digest] if settings.shard and split_files(settings.plan) else []
+    timeout = settings.per_test_timeout
+    return OUTCOME_FORMAT, settings.base_hash, overlay_digest(pre), fingerprint, timeout, *shard
 
 
 def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: dict, work: Path,
@@ -173,15 +177,11 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         if (hit := cache.get_json("audit-baseline", _digest("baseline-path", *common, path))) is not None:
             outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
             whole.append(path)
-    if changed := [f for f in demand.changed if not any(under(f[:-3].replace("/", "."), p) for p in whole)]:
-        tree = work / "collect"  # the base's tests in the files the patch changes: those gone with it run
-        materialise(settings.base_root, pre, tree)
-        present = [f for f in changed if (tree / f).exists()]
-        collected = collect_ids(settings, tree, present) if present else []
-        if collected is None:  # the base cannot collect them alone: run them in full
-            demand.files = sorted(set(demand.files) | set(changed))
-        else:
-            demand.ids = sorted(set(demand.ids) | set(gone(collected, patched or {})))
+    # the base's tests in the test files the patch changes that are gone with it (``basedemand.gone``)
+    # run in the same base run as the rest, its plugin choosing them at collection: one pytest process
+    # and one vLLM import, not a collection first
+    changed = [f for f in demand.changed if not any(under(f[:-3].replace("/", "."), p) for p in whole)]
+    gone_in = {f: sorted(t for t in patched or {} if file_of_test(t) == f) for f in changed}
     files = [f for f in demand.files if not any(under(f[:-3].replace("/", "."), p) for p in whole)]
     ids = [t for t in demand.ids if not any(under(t, p) for p in whole)]
     stats["cached"] += len(demand.ids) - len(ids) + len(demand.files) - len(files)
@@ -199,14 +199,23 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
             stats["cached"] += 1
         return left
 
-    def run(wanted: list[tuple[str, str]], where: Path) -> NoReport | None:
-        only = ([w for kind, w in wanted if kind == "id"], [w for kind, w in wanted if kind == "file"])
-        paths = sorted(set(only[1]) | {file_of_test(t) for t in only[0]})
+    def run(wanted: list[tuple[str, str]], where: Path, gone_in: dict[str, list[str]]) -> NoReport | None:
+        only = (
+            [w for kind, w in wanted if kind == "id"],
+            [w for kind, w in wanted if kind == "file"],
+            gone_in,
+        )
+        paths = sorted(set(only[1]) | {file_of_test(t) for t in only[0]} | set(gone_in))
         fresh = run_side(settings, pre, paths, env_info, where, "base", who, progress, only)
         if not isinstance(fresh, dict):
             return fresh
         outcomes.update(fresh)
-        ran = set(only[0]) | {t for t in fresh if any(under(t, f) for f in only[1])}
+        lost = sorted(t for t in fresh if file_of_test(t) in gone_in and t not in (patched or {}))
+        demand.ids = sorted(set(demand.ids) | set(lost))  # run for the patch's sake, as a failure's are
+        for test_id in lost if settings.use_cache else []:
+            key = _digest("baseline-test", *common, test_id)
+            cache.put_json("audit-baseline", key, {"outcomes": {test_id: vars(fresh[test_id])}})
+        ran = set(only[0]) | {t for t in fresh if any(under(t, f) for f in only[1])} | set(lost)
         stats["run"] += len(ran)
         stats["ran"] = sorted(set(stats.get("ran", [])) | ran)
         for kind, what in wanted if settings.use_cache else []:
@@ -215,14 +224,14 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         return None
 
     missing = load(list(keys))
-    if not missing:
+    if not missing and not gone_in:
         return outcomes, whole, stats
     if settings.use_cache:
         ours, theirs = claim([keys[w] for w in missing])
     else:
         ours, theirs = {keys[w] for w in missing}, []
     try:
-        failed = run([w for w in missing if keys[w] in ours], work) if ours else None
+        failed = run([w for w in missing if keys[w] in ours], work, gone_in) if ours or gone_in else None
     finally:
         if settings.use_cache:
             release(ours)
@@ -231,6 +240,6 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
     for event in theirs:
         event.wait()
     if left := load([w for w in missing if keys[w] not in ours]):  # theirs failed: run them here
-        if (failed := run(left, work / "after-wait")) is not None:
+        if (failed := run(left, work / "after-wait", {})) is not None:
             return failed, whole, stats
     return outcomes, whole, stats

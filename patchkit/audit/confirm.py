@@ -41,14 +41,18 @@ def confirm_failures(settings: TestSettings, post: Overlay, base_side: dict[str,
     again = run_side(settings, post, paths, env_info, work, "patch-retry", who, progress, (failing, []))
     seconds = time.perf_counter() - started
     if not isinstance(again, dict):  # the retry gave no report: the first outcomes stand
-        timing.record("tests.confirm", seconds, f"{who}: {len(failing)} failure(s) run again: no report", started)
+        timing.record(
+            "tests.confirm", seconds, f"{who}: {len(failing)} failure(s) run again: no report", started
+        )
         return patch_side, {"retried": len(failing), "flaky": 0, "retry_report": False}
     out = dict(patch_side)
     flaky = []
     for test_id in failing:
         if again.get(test_id, Outcome("absent")).status == "passed":
             first = patch_side[test_id]
-            out[test_id] = Outcome(FLAKY, first.text, first.cause, first.teardown_cause, seconds=first.seconds)
+            out[test_id] = Outcome(
+                FLAKY, first.text, first.cause, first.teardown_cause, seconds=first.seconds
+            )
             flaky.append(test_id)
     detail = f"{who}: {len(failing)} failure(s) run again with the patch, {len(flaky)} passed (flaky)"
     timing.record("tests.confirm", seconds, detail, started)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import cache
-from patchkit.audit import guide, testshards
+from patchkit.audit import guide, shardplan, testshards
 from patchkit.audit.focus import focused_tests, patch_labels, patch_owner_lines, patch_reviewers
 from patchkit.audit.gates import (
     GateContext,
@@ -34,9 +34,7 @@ from patchkit.audit.gates import (
 )
 from patchkit.audit.gates.apply import series_states
 from patchkit.audit.gates.registry import GATES, REGISTRY
-from patchkit.audit.gates.tests import selection_for, tree_predicates
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit, ProgressEvent
-from patchkit.audit.testplan import DURATIONS_FILE, digest, expand, plan
 from patchkit.audit.verdict import checked, decide_record, verdict_reasons, worst
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch, render_diff
@@ -219,7 +217,8 @@ def run_audit(
 
     test_shards: dict = {}
     if by_tests:  # every runner computes the same plan from the series, the base and the durations
-        settings, test_shards = _test_shards(series_dir, base, patches, states, options)
+        tests = options.settings["tests"]
+        settings, test_shards = shardplan.prepare(series_dir, base, patches, states, tests, options.shard)
         options = replace(options, settings={**options.settings, "tests": settings})
     numbers = {p.name: n for n, p in enumerate(chosen, 1)}
 
@@ -234,8 +233,12 @@ def run_audit(
         tell("patch-done", status=pa.verdict)
         return pa
 
+    order = chosen  # the longest recorded tests first: the last patch to start is a short one
+    if "tests" in options.gates and options.jobs > 1 and options.settings.get("tests") is not None:
+        order = shardplan.longest_first(series_dir, base, chosen, states, options.settings["tests"])
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        audits = list(pool.map(audit_one, chosen))
+        running = {p.name: pool.submit(audit_one, p) for p in order}
+        audits = [running[p.name].result() for p in chosen]  # the record in series order
     env = {"python": sys.version.split()[0], "platform": sys.platform, **options.extra_environment,
            "series_patches": [p.name for p in patches], "upstream_missing": meta.missing,
            "optional_gates": list(options.optional)}  # fmt: skip
@@ -259,44 +262,6 @@ def focus_patches(patches: list[PatchUnderAudit], base: BaseTree) -> UpstreamMet
             sorted(patch.touched), meta.steps, _tests_under(listed, patch), base.read, imports=imports
         )
     return meta
-
-
-def _test_shards(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], states: list[SeriesState],
-                 options: AuditOptions) -> tuple[Any, dict]:  # fmt: skip
-    """The tests gate's settings for this shard (its plan) and what the record says about it."""
-    units: dict[str, int] = {}
-    for patch in patches:
-        if states[patch.index].post is None:
-            continue
-        exists, files_under = tree_predicates(base, states[patch.index].post)
-        for f in expand(selection_for(patch, exists)[0], files_under):
-            units[f] = units.get(f, 0) + 1
-    durations = read_durations(series_dir)
-    shards = options.shard[1]
-    assignment = plan(units, durations, shards)
-    key = digest(assignment, shards)
-    settings = replace(options.settings["tests"], shard=options.shard, plan=assignment, plan_digest=key)
-    recorded = sum(f in durations for f in units)
-    info = {"shard": f"{options.shard[0]}/{shards}", "plan": key, "files": len(units),
-            "balanced_by": "recorded durations" if recorded else "counts", "recorded": recorded,
-            "mine": sum(s == options.shard[0] for s in assignment.values())}  # fmt: skip
-    return settings, info
-
-
-def read_durations(series_dir: Path) -> dict[str, float]:
-    """The series dir's test-durations.json ({test file: seconds}); missing or malformed: none."""
-    path = series_dir / DURATIONS_FILE
-    try:
-        if not path.is_file() or path.stat().st_size > 16 << 20:
-            return {}
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {
-        k: float(v) for k, v in data.items() if isinstance(k, str) and isinstance(v, int | float) and v >= 0
-    }
 
 
 def _base_tests_under(base: BaseTree) -> Callable[[str], tuple[str, ...]]:

@@ -14,6 +14,7 @@ from functools import cache as memoised
 from pathlib import Path
 
 from patchkit import cache
+from patchkit.audit.shardfilter import shard_plugin
 from patchkit.audit.testselect import Outcome, parse_junit
 from patchkit.values import Message
 
@@ -43,7 +44,7 @@ class TestSettings:
     env_error: str | None = None  # why no test environment could be prepared
     workers: int = 1  # pytest-xdist workers per run (1: no xdist)
     shard: tuple[int, int] | None = None  # test-level shard I/N of the whole audit (audit/testplan)
-    plan: dict[str, int] = field(default_factory=dict)  # test file -> shard
+    plan: dict[str, int] = field(default_factory=dict)  # test file or JUnit id -> shard (testplan)
     plan_digest: str = ""
     select: str = "upstream"  # "affected": only the tests the base's coverage map ties to the change
 
@@ -112,9 +113,11 @@ def pytest_collection_modifyitems(session, config, items):
     with open(os.environ["PATCHKIT_ONLY"], encoding="utf-8") as f:
         want = json.load(f)
     ids, files = set(want["ids"]), set(want["files"])
+    gone_in = {f: set(t) for f, t in want.get("gone_in", {}).items()}  # a changed file: those not listed
     keep, drop = [], []
     for item in items:
-        wanted = item.nodeid.split("::")[0] in files or _junit_id(item.nodeid) in ids
+        path, test_id = item.nodeid.split("::")[0], _junit_id(item.nodeid)
+        wanted = path in files or test_id in ids or (path in gone_in and test_id not in gone_in[path])
         wanted = wanted != bool(want.get("invert"))
         (keep if wanted else drop).append(item)
     if drop:
@@ -151,11 +154,12 @@ def collect_ids(settings: TestSettings, tree: Path, tests: list[str]) -> list[st
 
 def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: dict,
                on_count: Callable[[int, int], None],
-               only: tuple[list[str], list[str]] | None = None, invert: bool = False,
+               only: tuple | None = None, invert: bool = False,
                extra: Extra | None = None) -> dict[str, Outcome] | NoReport:  # fmt: skip
     """Outcomes by test id, or the reason the run produced none. ``on_count(done, selected)`` is
     told the run's own progress as pytest prints it ("[ 12/296]" at the end of a line). ``only``:
-    (JUnit ids, files) — run just those tests of ``tests`` (the rest are deselected); ``invert``:
+    (JUnit ids, files[, {changed file: the patched run's ids in it}]) — run just those tests of
+    ``tests``, and a changed file's tests not listed for it (the rest are deselected); ``invert``:
     all but those."""
     junit = tree / ".patchkit-junit.xml"
     # one module that cannot be collected here (e.g. "Unsupported platform") must not stop the rest
@@ -169,7 +173,8 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
         plugin = tree.parent / f".patchkit-only-{tree.name}"
         plugin.mkdir(exist_ok=True)
         (plugin / "patchkit_only.py").write_text(ONLY_PLUGIN, "utf-8")
-        want = {"ids": only[0], "files": only[1], "invert": invert}
+        want = {"ids": only[0], "files": only[1], "invert": invert,
+                "gone_in": only[2] if len(only) > 2 else {}}  # fmt: skip
         (plugin / "only.json").write_text(json.dumps(want), "utf-8")
         env.update(PYTHONPATH=f"{tree}{os.pathsep}{plugin}", PATCHKIT_ONLY=str(plugin / "only.json"))
         args += ["-p", "patchkit_only"]
@@ -177,6 +182,11 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
         env.update(extra.env)
         env["PYTHONPATH"] = os.pathsep.join([*map(str, extra.path), env["PYTHONPATH"]])
         args += extra.args
+    where = tree.parent / f".patchkit-shard-{tree.name}"  # a test shard: its tests of a split file
+    shard_args, shard_env = shard_plugin(settings.shard, settings.plan, tests, where)
+    if shard_args:
+        env.update(PYTHONPATH=f"{env['PYTHONPATH']}{os.pathsep}{where}", **shard_env)
+        args += shard_args
     if owns_bytecode(settings.python):
         del env["PYTHONDONTWRITEBYTECODE"]
     proc = subprocess.Popen([*args, *tests], cwd=tree, env=env, stdout=subprocess.PIPE,

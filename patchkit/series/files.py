@@ -129,10 +129,12 @@ def _address(name: str, mail: str) -> str:
 
 def write_series(out: Path, series: Series, texts: dict[str, str],
                  overlays: dict[str, Overlay] | None = None, record: bool = True,
-                 supplied: tuple[str, str, str] | None = None, durable: bool = True) -> list[Path]:  # fmt: skip
+                 supplied: tuple[str, str, str] | None = None,
+                 durable: bool = True) -> list[Path]:  # fmt: skip
     """Write every patch and overlay, the ``series`` file and (``record``) ``split.json``, each
-    whole or not at all (``durable=False``: not fsynced, for a staging dir a transaction publishes); then drop the files an earlier split wrote (listed in its manifest) that
-    this one did not — never a file patchkit did not write.
+    whole or not at all (``durable=False``: not fsynced, for a staging dir a transaction
+    publishes); then drop the files an earlier split wrote (listed in its manifest) that this one
+    did not — never a file patchkit did not write.
 
     ``overlays`` maps each name in a patch's ``overlays`` (``overlays/<stem>.toml``) to its overlay;
     a patch left with no diff of its own is not written: its overlays stand in its place."""

@@ -8,7 +8,6 @@ independently, from the rendered text, that applying the series gives base + rep
 from __future__ import annotations
 
 import itertools
-
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -26,7 +26,7 @@ from patchkit.audit.gates import (
 )
 from patchkit.audit.model import Evidence, GateResult
 from patchkit.audit.pytestrun import NoReport, TestSettings, environment
-from patchkit.audit.testplan import expand, owner, pack
+from patchkit.audit.testplan import expand, pack, shard_files
 from patchkit.audit.testselect import (
     FLAKY,
     OUTCOME_FORMAT,
@@ -71,9 +71,9 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
     if not env_info.get("pytest"):
         return result(cannot, "gate.tests.no-pytest", {"python": settings.python}, selection=selection)
     full = selection
-    if settings.shard is not None:  # test-level shards: this runner's test files of the selection
+    if settings.shard is not None:  # test-level shards: this runner's files (and tests) of the selection
         i, n = settings.shard
-        selection = [f for f in expand(full, files_under) if owner(f, settings.plan, n) == i]
+        selection = shard_files(expand(full, files_under), settings.plan, settings.shard)
         if not selection:
             part = shard_part(settings, full, [], {}, {}, set())
             return result(
@@ -94,8 +94,18 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
                                                  progress, patch.name)  # fmt: skip
             base_cached = stats.get("cached-paths", 0)
             if isinstance(base_side, dict):  # a failure with the patch is run once more (confirm)
-                patch_side, confirmed = confirm_failures(settings, post, base_side, patch_side, known, env_info,
-                                                         work, patch.name, progress, basesides.run_side)  # fmt: skip
+                patch_side, confirmed = confirm_failures(
+                    settings,
+                    post,
+                    base_side,
+                    patch_side,
+                    known,
+                    env_info,
+                    work,
+                    patch.name,
+                    progress,
+                    basesides.run_side,
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if isinstance(base_side, NoReport):  # nothing to compare with
@@ -145,8 +155,8 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         "patched": dict(cmp.patch_counts),
         "tests": {c: ids[:200] for c, ids in cmp.rows.items() if c not in QUIET},
         "expected_could_not_run": [{"path": t.path, "device": t.accelerator} for t in elsewhere],
-        "messages": {t: excerpt(patched[t].text) for c in ("regressed", FLAKY) for t in cmp.rows.get(c, [])[:20]
-                     if t in patched},  # fmt: skip
+        "messages": {t: excerpt(patched[t].text) for c in ("regressed", FLAKY)
+                     for t in cmp.rows.get(c, [])[:20] if t in patched},  # fmt: skip
         "path_seconds": path_seconds(patched),
     })  # fmt: skip
     summary = affectedrun.noted(summary_message(cmp), details.get("groups"))
