@@ -18,8 +18,9 @@ DIST_NAME = "vllm"
 QUERY_TIMEOUT = 60.0  # seconds for the target interpreter to list its distributions
 COMPILE_TIMEOUT = 300.0  # seconds to byte-compile the changed modules
 
-# Run by the target interpreter: print what importlib.metadata knows about the distribution.
-_LOCATE = r"""
+# What importlib.metadata knows about the distribution: run by the target interpreter (a child
+# process), or here when the target is this interpreter (--site-packages without --python).
+_DESCRIBE = r"""
 import importlib.metadata as md, json, sys
 def describe(name, paths):
     found = []
@@ -31,10 +32,11 @@ def describe(name, paths):
                           "location": str(dist.locate_file("")),
                           "dist_info": str(getattr(dist, "_path", "")), "top_level": top})
     return found
-print(json.dumps({"dists": describe(sys.argv[1], sys.argv[2:]),
-                  "cache_tag": sys.implementation.cache_tag,
-                  "version": list(sys.version_info[:2]), "executable": sys.executable}))
+def info(name, paths):
+    return {"dists": describe(name, paths), "cache_tag": sys.implementation.cache_tag,
+            "version": list(sys.version_info[:2]), "executable": sys.executable}
 """
+_LOCATE = _DESCRIBE + "print(json.dumps(info(sys.argv[1], sys.argv[2:])))\n"
 
 
 @dataclass
@@ -53,6 +55,10 @@ class Distribution:
 
 
 def _query(python: str, args: list[str]) -> dict:
+    if python == sys.executable:  # this interpreter: the same code, without starting another one
+        namespace: dict = {}
+        exec(compile(_DESCRIBE, "<patchkit locate>", "exec"), namespace)  # noqa: S102 - our own code
+        return json.loads(json.dumps(namespace["info"](DIST_NAME, args)))
     try:
         proc = subprocess.run(
             [python, "-c", _LOCATE, DIST_NAME, *args], capture_output=True, timeout=QUERY_TIMEOUT
