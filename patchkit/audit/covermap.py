@@ -26,12 +26,14 @@ from patchkit.audit.basedemand import file_of_test
 from patchkit.audit.basesides import base_key, run_side, under
 from patchkit.audit.pytestrun import Extra, NoReport, TestSettings
 from patchkit.audit.scopes import line_scopes
+from patchkit.audit.testselect import JUNIT_ID_SOURCE
 
 KIND = "audit-covermap"
 MAP_FORMAT = 1
 COLLECT = "collect:"  # the context of a test module's import
 
-CONTEXT_PLUGIN = """\
+CONTEXT_PLUGIN = (
+    """\
 import os
 import re
 
@@ -39,13 +41,9 @@ import coverage
 import pytest
 
 
-def _junit_id(nodeid):
-    path, bracket, params = nodeid.partition("[")
-    names = path.split("::")
-    names[0] = re.sub(r"\\.py$", "", names[0].replace("/", "."))
-    names[-1] += bracket + params
-    return ".".join(names[:-1]) + "::" + names[-1] if len(names) > 1 else names[0]
-
+"""
+    + JUNIT_ID_SOURCE
+    + """
 
 def _switch(label):
     os.environ["PATCHKIT_COVERAGE_CONTEXT"] = label  # a subprocess the test starts inherits it
@@ -77,6 +75,7 @@ def pytest_unconfigure(config):
         cov.stop()
         cov.save()
 """
+)
 
 SITECUSTOMIZE = """\
 import os

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from patchkit import cache
 from patchkit.audit.shardfilter import shard_plugin
-from patchkit.audit.testselect import Outcome, parse_junit
+from patchkit.audit.testselect import JUNIT_ID_SOURCE, Outcome, parse_junit
 from patchkit.values import Message
 
 _PROBE = (
@@ -97,17 +97,14 @@ _COUNT = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*$")  # pytest's console_outp
 # Keeps only the collected tests whose JUnit id is listed, or that lie in a listed file (base on
 # demand); the others are deselected, so a listed test missing here is simply absent. "invert":
 # keeps the others instead (``--select affected``: every test but the ones proven unaffected).
-ONLY_PLUGIN = """\
+ONLY_PLUGIN = (
+    """\
 import json, os, re
 
 
-def _junit_id(nodeid):
-    path, bracket, params = nodeid.partition("[")
-    names = path.split("::")
-    names[0] = re.sub(r"\\.py$", "", names[0].replace("/", "."))
-    names[-1] += bracket + params
-    return ".".join(names[:-1]) + "::" + names[-1] if len(names) > 1 else names[0]
-
+"""
+    + JUNIT_ID_SOURCE
+    + """
 
 def pytest_collection_modifyitems(session, config, items):
     with open(os.environ["PATCHKIT_ONLY"], encoding="utf-8") as f:
@@ -124,6 +121,7 @@ def pytest_collection_modifyitems(session, config, items):
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
 """
+)
 
 
 def junit_id(nodeid: str) -> str:

@@ -8,18 +8,16 @@ import json
 from pathlib import Path
 
 from patchkit.audit.testplan import owner, split_files
+from patchkit.audit.testselect import JUNIT_ID_SOURCE
 
-PLUGIN = """\
+PLUGIN = (
+    """\
 import json, os, re
 
 
-def _junit_id(nodeid):
-    path, bracket, params = nodeid.partition("[")
-    names = path.split("::")
-    names[0] = re.sub(r"\\.py$", "", names[0].replace("/", "."))
-    names[-1] += bracket + params
-    return ".".join(names[:-1]) + "::" + names[-1] if len(names) > 1 else names[0]
-
+"""
+    + JUNIT_ID_SOURCE
+    + """
 
 def pytest_collection_modifyitems(session, config, items):
     with open(os.environ["PATCHKIT_SHARD"], encoding="utf-8") as f:
@@ -33,6 +31,7 @@ def pytest_collection_modifyitems(session, config, items):
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
 """
+)
 
 
 def shard_plugin(shard: tuple[int, int] | None, assignment: dict[str, int], tests: list[str],

@@ -150,6 +150,18 @@ def parse_junit(xml_text: str) -> dict[str, Outcome]:
     return outcomes
 
 
+# A JUnit id from a pytest node id, as ``parse_junit`` names tests: the source every pytest plugin of
+# patchkit's (only, shard filter, coverage contexts) runs inside the test interpreter.
+JUNIT_ID_SOURCE = """
+def _junit_id(nodeid):
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]) + "::" + names[-1] if len(names) > 1 else names[0]
+"""
+
+
 def excerpt(text: str, limit: int = 1500) -> str:
     """A failure's text within ``limit`` characters: its start and its end (pytest puts the error
     line, ``E   ...``, last), never only the start of a long traceback."""
