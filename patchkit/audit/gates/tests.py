@@ -158,6 +158,7 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         "messages": {t: excerpt(patched[t].text) for c in ("regressed", FLAKY)
                      for t in cmp.rows.get(c, [])[:20] if t in patched},  # fmt: skip
         "path_seconds": path_seconds(patched),
+        "test_seconds": test_seconds(patched),
     })  # fmt: skip
     summary = affectedrun.noted(summary_message(cmp), details.get("groups"))
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
@@ -183,6 +184,16 @@ def path_seconds(patched: dict) -> dict[str, float]:
     for test_id, outcome in patched.items():
         out[file_of_test(test_id)] = out.get(file_of_test(test_id), 0.0) + outcome.seconds
     return {p: round(v, 3) for p, v in sorted(out.items())}
+
+
+SLOW_TEST = 1.0  # seconds: a test at least this slow is recorded by its id (``test_seconds``)
+
+
+def test_seconds(patched: dict) -> dict[str, float]:
+    """Recorded seconds with the patch of each test that took at least ``SLOW_TEST`` (the shard plan
+    weighs a split file's tests by them; the faster ones share the rest of the file's time)."""
+    slow = {t: round(o.seconds, 3) for t, o in patched.items() if o.seconds >= SLOW_TEST}
+    return dict(sorted(slow.items()))
 
 
 def shard_part(settings: TestSettings, full: list[str], mine: list[str], base_side: dict,
