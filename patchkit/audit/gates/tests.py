@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess  # noqa: F401  (tests patch subprocess.run through this module)
 import tempfile
@@ -90,9 +91,15 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
             base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress, patch.name)
             known, stats = set(base_side) if isinstance(base_side, dict) else set(), {"full": len(selection)}
         else:
-            base_side, known, stats = _on_demand(settings, pre, selection, whole, patch_side, env_info, work,
-                                                 progress, patch.name)  # fmt: skip
-            base_cached = stats.get("cached-paths", 0)
+            if two_sided():  # the reference run base on demand is checked against: the base in full
+                base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress,
+                                                  patch.name)  # fmt: skip
+                known = set(patch_side) | set(base_side) if isinstance(base_side, dict) else set()
+                stats = {"full": len(selection)}
+            else:
+                base_side, known, stats = _on_demand(settings, pre, selection, whole, patch_side, env_info,
+                                                     work, progress, patch.name)  # fmt: skip
+                base_cached = stats.get("cached-paths", 0)
             if isinstance(base_side, dict):  # a failure with the patch is run once more (confirm)
                 patch_side, confirmed = confirm_failures(
                     settings,
@@ -123,7 +130,8 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         )
     details = {"selection": selection, "environment": env_info,
                "baseline_cached": base_cached == len(selection), "baseline_cached_paths": base_cached,
-               "base_on_demand": stats, **({"confirmed": confirmed} if confirmed else {})}  # fmt: skip
+               "base_on_demand": stats, **({"confirmed": confirmed} if confirmed else {}),
+               **({"two_sided": True} if two_sided() else {})}  # fmt: skip
     if groups is not None:  # affected tests first (audit/affectedrun): what each group ran
         details["groups"] = groups
     patched = None if hung else patch_side
@@ -339,14 +347,21 @@ def _test_sides(ctx: GateContext) -> tuple[Overlay, Overlay | None]:
     return pre, post
 
 
+def two_sided() -> bool:
+    """``PATCHKIT_BASE_SIDE=full``: every selected test on both sides (the two-sided reference run
+    that base on demand must agree with; docs/guarantees.md)."""
+    return os.environ.get("PATCHKIT_BASE_SIDE", "").strip().lower() == "full"
+
+
 def _cache_config(ctx: GateContext) -> object:
     t = ctx.settings.get("tests")
     if t is None:
         return None
     shard = [t.shard, t.plan_digest] if t.shard else []  # a shard's share is not the whole result
     select = [t.select] if t.select != "upstream" else []  # the default's key is as before
+    both = ["two-sided"] if two_sided() else []
     return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT, *shard,
-            *select]  # fmt: skip
+            *select, *both]  # fmt: skip
 
 
 def _environment(settings: dict) -> dict:
