@@ -350,13 +350,20 @@ def test_an_encoded_mail_body_is_decoded_as_git_am_does(tmp_path, encoding):
             f"Content-Transfer-Encoding: {encoding}\n\n") + coded.decode()  # fmt: skip
     (patch,) = parse_text(mail, "enc.mbox")
     assert "caf\u00e9 counter =" in patch.commit.body
-    assert [t.value for t in patch.commit.trailers if t.key == "Signed-off-by"] == ["Ada Dev <ada@example.org>"]
-    assert [fp.new_path for fp in patch.files] == ["a.txt"] and patch.files[0].hunks[0].lines == ["-old", "+new"]
+    signed = [t.value for t in patch.commit.trailers if t.key == "Signed-off-by"]
+    assert signed == ["Ada Dev <ada@example.org>"]
+    assert [fp.new_path for fp in patch.files] == ["a.txt"]
+    assert patch.files[0].hunks[0].lines == ["-old", "+new"]
     repo = tmp_path / "repo"  # the witness: git am applies the same mail to a tree holding "old"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "a.txt").write_text("old\n")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
-           "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}  # fmt: skip
+    who = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
+    env = {**who, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     subprocess.run(["git", "-C", str(repo), "add", "a.txt"], check=True, env=env)
     subprocess.run(["git", "-C", str(repo), "commit", "-qm", "base"], check=True, env=env)
     (tmp_path / "enc.mbox").write_text(mail)

@@ -276,8 +276,8 @@ def test_a_split_files_slow_tests_weigh_their_recorded_seconds_and_the_rest_shar
                **{f"tests.test_big::test_{k}": Outcome("passed", seconds=0.4) for k in range(7)}}  # fmt: skip
     slow = test_seconds(patched)
     assert slow == {"tests.test_big::test_slow": 120.0}  # only the slow one is recorded by id
-    record = {"patches": [{"gates": [{"gate": "tests", "details": {
-        "path_seconds": {"tests/test_big.py": 122.8, "tests/test_a.py": 3.0}, "test_seconds": slow}}]}]}  # fmt: skip
+    details = {"path_seconds": {"tests/test_big.py": 122.8, "tests/test_a.py": 3.0}, "test_seconds": slow}
+    record = {"patches": [{"gates": [{"gate": "tests", "details": details}]}]}
     durations = durations_from(record)
     assert durations["tests.test_big::test_slow"] == 120.0 and durations["tests/test_big.py"] == 122.8
     ids = {"tests/test_big.py": list(patched)}
