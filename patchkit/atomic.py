@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from patchkit.errors import UserError
@@ -20,6 +19,8 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o644, durable: bool
         raise UserError(f"{path} is a directory; cannot write the output there")
     tmp = None
     try:
+        import tempfile  # not at import: a command that writes nothing (apply --check) never loads it
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)

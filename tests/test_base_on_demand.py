@@ -220,3 +220,23 @@ def test_categories_where_the_patch_passes_need_no_failing_test_on_the_base():
     cmp = compare_on_demand(base, patched, {"tests.t.test_a::test_2"})
     assert cmp.rows == {"regressed": ["tests.t.test_a::test_2"], ON_PATCH_ONLY: ["tests.t.test_a::test_1"]}
     assert cmp.failing == 1 and set(FAILING) == {"regressed", "new-failed"}
+
+
+def test_the_two_sided_reference_run_runs_the_base_in_full_and_agrees_with_base_on_demand(
+    tmp_path, monkeypatch
+):
+    """PATCHKIT_BASE_SIDE=full is the run base on demand is compared with: the base runs every
+    selected test (passed on both, not passed-with-patch) and the failing categories are the same."""
+    regress = file_diff("vllm/calc.py", CALC, CALC.replace("x * 2", "x * 3"))
+    on_demand = _audit(tmp_path / "demand", regress)
+    monkeypatch.setenv("PATCHKIT_BASE_SIDE", "full")
+    timing.reset()
+    full = _audit(tmp_path / "full", regress)
+    assert [s for s in timing.stages() if s.name == "tests.pytest.base"]  # the base ran
+    assert full.details["two_sided"] is True and "two_sided" not in on_demand.details
+    assert full.details["base_on_demand"] == {"full": len(full.details["selection"])}
+    assert full.status == on_demand.status == "failed"
+    failing = {k: v for k, v in on_demand.details["tests"].items() if k != ON_PATCH_ONLY}
+    assert {k: v for k, v in full.details["tests"].items() if k in failing} == failing  # same regressions
+    assert full.details["counts"].get(ON_PATCH_ONLY, 0) == 0  # both sides ran: none is "with the patch only"
+    assert full.details["counts"]["passed"] == on_demand.details["counts"][ON_PATCH_ONLY]

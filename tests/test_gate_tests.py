@@ -311,3 +311,34 @@ def test_patches_whose_selections_overlap_run_a_shared_path_on_the_base_once(tmp
     assert first.status == "failed" and second.status == "failed"  # the shared base still compares
     assert first.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]
     assert second.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]
+
+
+def test_vllm_platform_is_the_cpu_one_where_torch_is_a_cpu_build():
+    from patchkit.audit.pytestrun import target_device
+
+    assert target_device("2.13.0+cpu", {}) == ("cpu", "torch 2.13.0+cpu is a CPU build")
+    assert target_device("2.6.0+cpu.cxx11.abi", {})[0] == "cpu"
+    for not_cpu in ("2.13.0", "2.6.0+cu124", "2.5.1+rocm6.2", None, "not a version"):
+        assert target_device(not_cpu, {})[0] is None, not_cpu
+    # the caller's own setting wins, whatever torch is
+    assert target_device("2.13.0+cpu", {"VLLM_TARGET_DEVICE": "cuda"}) == ("cuda", "set in the environment")
+
+
+def test_the_tests_run_on_the_platform_the_environment_names(tmp_path):
+    """A real pytest run sees VLLM_TARGET_DEVICE=cpu when the interpreter's torch is a CPU build, and
+    nothing when it is not (vLLM's own default then)."""
+    from patchkit.audit.pytestrun import environment, platform_env, run_pytest
+
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_platform.py").write_text(
+        "import os\n\ndef test_device():\n    assert os.environ.get('VLLM_TARGET_DEVICE') == 'cpu'\n"
+    )
+    settings = TestSettings(python=sys.executable, base_root=tree, base_hash="x", test_timeout=120)
+    found = environment(sys.executable)
+    assert "vllm_target_device" in found and "vllm_target_device_from" in found
+    for device, status in (("cpu", "passed"), (None, "failed")):
+        env_info = {**found, "vllm_target_device": device}
+        assert platform_env(env_info) == ({"VLLM_TARGET_DEVICE": "cpu"} if device else {})
+        outcomes = run_pytest(settings, tree, ["tests/test_platform.py"], env_info, lambda *_: None)
+        assert [o.status for o in outcomes.values()] == [status], (device, outcomes)

@@ -329,3 +329,43 @@ def test_parse_address_is_the_stdlib_parseaddr() -> None:
                   "  Ana   María  <a@x>  ", "<@route:j@x>"]:  # fmt: skip
         assert parse_address(value) == email.utils.parseaddr(value), value
     assert checked == 20000
+
+
+@pytest.mark.parametrize("encoding", ["quoted-printable", "base64"])
+def test_an_encoded_mail_body_is_decoded_as_git_am_does(tmp_path, encoding):
+    """Mail bodies in quoted-printable or base64 (a mailer's choice) parse to the same commit and
+    diff as the plain mail; git am reads them alike."""
+    import base64
+    import quopri
+    import subprocess
+
+    body = ("Fix the caf\u00e9 counter =\n\nSigned-off-by: Ada Dev <ada@example.org>\n---\n"
+            "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n")  # fmt: skip
+    raw = body.encode()
+    coded = quopri.encodestring(raw) if encoding == "quoted-printable" else base64.encodebytes(raw)
+    mail = ("From 1234567890abcdef1234567890abcdef12345678 Mon Sep 17 00:00:00 2001\n"
+            "From: Ada Dev <ada@example.org>\nDate: Tue, 1 Dec 2026 10:00:00 +0000\n"
+            "Subject: [PATCH] Fix the counter\nMIME-Version: 1.0\n"
+            "Content-Type: text/plain; charset=UTF-8\n"
+            f"Content-Transfer-Encoding: {encoding}\n\n") + coded.decode()  # fmt: skip
+    (patch,) = parse_text(mail, "enc.mbox")
+    assert "caf\u00e9 counter =" in patch.commit.body
+    signed = [t.value for t in patch.commit.trailers if t.key == "Signed-off-by"]
+    assert signed == ["Ada Dev <ada@example.org>"]
+    assert [fp.new_path for fp in patch.files] == ["a.txt"]
+    assert patch.files[0].hunks[0].lines == ["-old", "+new"]
+    repo = tmp_path / "repo"  # the witness: git am applies the same mail to a tree holding "old"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("old\n")
+    who = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
+    env = {**who, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    subprocess.run(["git", "-C", str(repo), "add", "a.txt"], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "base"], check=True, env=env)
+    (tmp_path / "enc.mbox").write_text(mail)
+    subprocess.run(["git", "-C", str(repo), "am", "-q", str(tmp_path / "enc.mbox")], check=True, env=env)
+    assert (repo / "a.txt").read_text() == "new\n"

@@ -263,3 +263,26 @@ def test_the_audit_starts_the_longest_recorded_tests_first(project):
     shard = {"tests/tool/test_t2.py": 1, "tests/test_calc.py": 2}  # a shard counts only its own files
     settings = TestSettings(python=sys.executable, base_root=root, base_hash="", shard=(2, 2), plan=shard)
     assert order()[0] == "0001-calc.patch"
+
+
+def test_a_split_files_slow_tests_weigh_their_recorded_seconds_and_the_rest_share_the_remainder():
+    """One test of a heavy file takes most of its time (the record's ``test_seconds``): it gets a shard
+    of its own and the file's other tests share the rest — not an even share each."""
+    from patchkit.audit.gates.tests import test_seconds
+    from patchkit.audit.testplan import split_files
+    from patchkit.audit.testselect import Outcome
+
+    patched = {"tests.test_big::test_slow": Outcome("failed", seconds=120.0),
+               **{f"tests.test_big::test_{k}": Outcome("passed", seconds=0.4) for k in range(7)}}  # fmt: skip
+    slow = test_seconds(patched)
+    assert slow == {"tests.test_big::test_slow": 120.0}  # only the slow one is recorded by id
+    details = {"path_seconds": {"tests/test_big.py": 122.8, "tests/test_a.py": 3.0}, "test_seconds": slow}
+    record = {"patches": [{"gates": [{"gate": "tests", "details": details}]}]}
+    durations = durations_from(record)
+    assert durations["tests.test_big::test_slow"] == 120.0 and durations["tests/test_big.py"] == 122.8
+    ids = {"tests/test_big.py": list(patched)}
+    assignment = plan({"tests/test_big.py": 1, "tests/test_a.py": 1}, durations, 2, ids)
+    split = split_files(assignment)["tests/test_big.py"]
+    alone = split["tests.test_big::test_slow"]
+    assert [t for t, k in split.items() if k == alone] == ["tests.test_big::test_slow"]  # a shard of its own
+    assert assignment["tests/test_a.py"] != alone  # the other shard takes the rest

@@ -30,6 +30,7 @@ def safe_path(root: Path, rel: str, reserved: tuple[Path, ...]) -> Path:
     ``reserved`` (patchkit's own state, ``.git``)."""
     parts = check_rel(root, rel).parts
     current = root
+    linked = False  # a component is a symlink (inside root): only then can the path differ from rel
     for index, part in enumerate(parts):
         current = current / part
         try:
@@ -44,15 +45,42 @@ def safe_path(root: Path, rel: str, reserved: tuple[Path, ...]) -> Path:
                 raise UserError(f"path {rel!r} is a symlink in {root}; refusing to replace it")
             if not current.resolve().is_relative_to(root):
                 raise UserError(f"path {rel!r} goes through a symlink leading out of {root}")
+            linked = True
         elif not last and not stat.S_ISDIR(mode):
             raise UserError(f"path {rel!r}: {current.relative_to(root)} is a file, not a directory")
         elif last and stat.S_ISDIR(mode):
             raise UserError(f"path {rel!r} is a directory in {root}, not a file")
     full = root / rel
     for place in reserved:
-        if full.resolve().is_relative_to(place.resolve()):
+        if _inside(full, parts, root, place, linked):
             raise UserError(f"path {rel!r} is inside {place}, which patchkit will not patch")
     return full
+
+
+def _inside(full: Path, parts: tuple[str, ...], root: Path, place: Path, linked: bool) -> bool:
+    """``full`` (``root`` + ``parts``) is ``place`` or below it. With no symlink on the way and
+    ``place`` named below ``root`` (``root/.git``), comparing the names is the answer (what
+    ``resolve`` would find, without its ``lstat`` of every component); else both are resolved."""
+    try:
+        named = place.relative_to(root).parts
+    except ValueError:
+        named = None
+    if not linked and named and ".." not in named and not _is_link_below(root, named):
+        return parts[: len(named)] == named
+    return full.resolve().is_relative_to(place.resolve())
+
+
+def _is_link_below(root: Path, named: tuple[str, ...]) -> bool:
+    """A component of ``root/named`` is a symlink (then the names alone do not tell)."""
+    current = root
+    for part in named:
+        current = current / part
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return True
+        except OSError:
+            return False
+    return False
 
 
 def file_mode(mode: str | None, default: int | None, rel: str) -> int | None:

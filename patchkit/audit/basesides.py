@@ -80,7 +80,8 @@ def run_side(settings: TestSettings, overlay: Overlay, tests: list[str], env_inf
 
 def base_key(settings: TestSettings, pre: Overlay, env_info: dict) -> tuple:
     """What a base-side outcome depends on: the base, the patches before, the environment."""
-    fingerprint = {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest_timeout")}
+    keys = ("python", "torch", "platform", "machine", "pytest_timeout", "vllm_target_device")
+    fingerprint = {k: env_info.get(k) for k in keys}
     if installed := installed_vllm(settings.python):
         fingerprint["installed_vllm"] = [str(installed.root), *installed.compiled]
     # a shard's run of a file split by test id holds only its tests: not the file's outcome for others

@@ -144,7 +144,8 @@ def valid(value: object, settings: TestSettings, env_info: dict) -> bool:
 
 
 def _fingerprint(env_info: dict) -> dict:
-    return {k: env_info.get(k) for k in ("python", "torch", "platform", "machine", "pytest")}
+    keys = ("python", "torch", "platform", "machine", "pytest", "vllm_target_device")
+    return {k: env_info.get(k) for k in keys}
 
 
 def _extra(plugin: Path, data: Path, rc: Path) -> Callable[[Path], Extra]:

@@ -49,16 +49,43 @@ class TestSettings:
     select: str = "upstream"  # "affected": only the tests the base's coverage map ties to the change
 
 
+def target_device(torch_version: str | None, environ: dict[str, str]) -> tuple[str | None, str]:
+    """vLLM's platform for the tests (``VLLM_TARGET_DEVICE``) and why: the caller's own setting; else
+    ``cpu`` when the interpreter's torch is a CPU build (local version ``+cpu``), as vLLM's CPU CI
+    builds it — without it vLLM on a CUDA-less torch is its ``UnspecifiedPlatform``, whose cleanup
+    after every test raises "Cannot access accelerator device"; else vLLM's own default."""
+    if environ.get("VLLM_TARGET_DEVICE"):
+        return environ["VLLM_TARGET_DEVICE"], "set in the environment"
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        local = Version(torch_version).local if torch_version else None
+    except InvalidVersion:
+        local = None
+    if local and "cpu" in local.split("."):
+        return "cpu", f"torch {torch_version} is a CPU build"
+    return None, "vLLM's default (torch is not a CPU build)"
+
+
+def platform_env(env_info: dict) -> dict[str, str]:
+    """What the tests' environment gets for vLLM's platform (see ``target_device``)."""
+    device = env_info.get("vllm_target_device")
+    return {"VLLM_TARGET_DEVICE": device} if device else {}
+
+
 @memoised
 def environment(python: str) -> dict:
-    """The interpreter's fingerprint (python, torch, platform); {'error': ...} if it cannot run."""
+    """The interpreter's fingerprint (python, torch, platform, the vLLM platform its tests run on);
+    {'error': ...} if it cannot run."""
     try:
         proc = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": f"cannot run {python}: {exc}"}
     if proc.returncode != 0:
         return {"error": f"{python} failed: {proc.stderr.strip()[-300:]}"}
-    return {"interpreter": python, **json.loads(proc.stdout)}
+    found = json.loads(proc.stdout)
+    device, why = target_device(found.get("torch"), dict(os.environ))
+    return {"interpreter": python, **found, "vllm_target_device": device, "vllm_target_device_from": why}
 
 
 @dataclass
@@ -138,7 +165,9 @@ def collect_ids(settings: TestSettings, tree: Path, tests: list[str]) -> list[st
     """The JUnit ids pytest collects from ``tests`` in ``tree`` (nothing runs); None when the
     collection fails or times out (the caller then runs the files in full)."""
     args = [settings.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tests]
-    env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    platform = platform_env(environment(settings.python))
+    env = {**OFFLINE_DEFAULTS, **platform, **os.environ, "PYTHONPATH": str(tree),
+           "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
     try:
         proc = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, errors="replace",
                               timeout=settings.test_timeout)  # fmt: skip
@@ -166,7 +195,8 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
     if env_info.get("pytest_timeout"):
         args.append(f"--timeout={settings.per_test_timeout:g}")
     args += xdist_args(settings.workers, env_info, tests)
-    env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**OFFLINE_DEFAULTS, **platform_env(env_info), **os.environ, "PYTHONPATH": str(tree),
+           "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
     if only is not None:
         plugin = tree.parent / f".patchkit-only-{tree.name}"
         plugin.mkdir(exist_ok=True)

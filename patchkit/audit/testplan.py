@@ -63,9 +63,12 @@ def plan(units: dict[str, int], durations: dict[str, float], shards: int,
     loaded shard; a split file itself maps to its home shard (the shard of its first test)."""
     weight = _file_weights(units, durations)
     split = {f: list(dict.fromkeys(ids[f])) for f in sorted(ids or {}) if f in units and ids[f]}
-    for f, tests in split.items():
-        each = weight.pop(f) / len(tests)
-        weight.update({t: durations.get(t) or each for t in tests})
+    for f, tests in split.items():  # recorded tests weigh their seconds, the others share the rest
+        total = weight.pop(f)
+        known = {t: durations[t] for t in tests if durations.get(t)}
+        rest = [t for t in tests if t not in known]
+        each = max(total - sum(known.values()), 0.0) / len(rest) if rest else 0.0
+        weight.update({**{t: each for t in rest}, **known})
     load = [0.0] * shards
     out: dict[str, int] = {}
     for unit in sorted(weight, key=lambda u: (-weight[u], u)):
@@ -117,14 +120,17 @@ def owns(test_id: str, assignment: dict[str, int], shard: tuple[int, int] | None
 
 
 def durations_from(record: dict) -> dict[str, float]:
-    """{test path: seconds} from an audit record (its tests gates' ``path_seconds``), summed over
-    patches: the durations file ``--shard`` balances by."""
+    """{test path or JUnit id: seconds} from an audit record (its tests gates' ``path_seconds`` and,
+    for the slow tests, ``test_seconds``), summed over patches: the durations file ``--shard``
+    balances by."""
     out: dict[str, float] = {}
     for pa in record.get("patches", []):
         for gate in pa.get("gates", []):
             if gate.get("gate") == "tests":
-                for path, seconds in (gate.get("details", {}).get("path_seconds") or {}).items():
-                    out[path] = round(out.get(path, 0.0) + float(seconds), 3)
+                details = gate.get("details", {})
+                for key in ("path_seconds", "test_seconds"):
+                    for unit, seconds in (details.get(key) or {}).items():
+                        out[unit] = round(out.get(unit, 0.0) + float(seconds), 3)
     return dict(sorted(out.items()))
 
 

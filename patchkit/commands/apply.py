@@ -9,6 +9,7 @@ from pathlib import Path
 from patchkit import output
 from patchkit.apply import plan as apply
 from patchkit.atomic import write_atomic
+from patchkit.console import verbosity
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
 from patchkit.txn import journal
 from patchkit.txn.lock import remove_if_idle, target_lock
@@ -118,7 +119,8 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
             elif reverse:
                 _reverse(target, series_dir, check, force, report)
             else:
-                _apply(resolve_series_dir(series_dir), target, check, force, report, strict_index)
+                _apply(resolve_series_dir(series_dir), target, check, force, report, strict_index,
+                       hashes=json_out is not None or verbosity() > 0)  # fmt: skip
     except (UserError, CheckFailed):
         if not (check or reverse or recover):
             apply.drop_if_unapplied(target)  # "nothing was changed" leaves nothing behind either
@@ -131,7 +133,9 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
 
 
 def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, report: dict,
-           strict_index: bool = False) -> None:  # fmt: skip
+           strict_index: bool = False, hashes: bool = True) -> None:  # fmt: skip
+    """``hashes``: each changed file's sha256 before and after, for ``--json`` and ``-v`` (the plain
+    listing needs none)."""
     from patchkit.series.files import load_entries, load_overlays  # status does not read a series
 
     entries = load_entries(series_dir)
@@ -155,12 +159,13 @@ def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, rep
         output.info(f"skipped (not part of the installed package): {name}: {', '.join(rels)}")
     for note in plan.warnings:
         output.info(f"warning: {note}")
-    report.update(skipped=plan.skipped, problems=plan.problems, warnings=plan.warnings, files=_files(plan))
+    files = _files(plan, hashes)
+    report.update(skipped=plan.skipped, problems=plan.problems, warnings=plan.warnings, files=files)
     if plan.problems:
         for problem in plan.problems:
             output.error(f"preimage mismatch: {problem}")
         raise CheckFailed(f"{len(plan.problems)} preimage mismatch(es); nothing was changed")
-    _print_files(plan)
+    _print_files(files)
     if check:
         output.info(f"check: {len(entries)} patch(es), {len(overlays)} overlay(s) would change "
                     f"{len(plan.changes)} file(s); nothing written")  # fmt: skip
@@ -190,7 +195,8 @@ def _reverse(target: apply.Target, series_dir: Path | None, check: bool, force: 
             raise CheckFailed(f"the series applied to {target.describe()} is from {state['series_dir']}, "
                               f"not the patches in {series_dir}; nothing was changed")  # fmt: skip
     plan = apply.reverse_plan(target, state, force)
-    report.update(problems=plan.problems + plan.blocked, files=_files(plan))
+    files = _files(plan)
+    report.update(problems=plan.problems + plan.blocked, files=files)
     if plan.blocked:
         for problem in plan.blocked:
             output.error(problem)
@@ -201,7 +207,7 @@ def _reverse(target: apply.Target, series_dir: Path | None, check: bool, force: 
             output.error(problem)
         raise CheckFailed(f"cannot reverse: {len(plan.problems)} file(s) changed since apply "
                           "(--force restores the base bytes anyway); nothing was changed")  # fmt: skip
-    _print_files(plan)
+    _print_files(files)
     if check:
         output.info(f"check: reversing would restore {len(plan.changes)} file(s); nothing written")
         report["action"] = "check"
@@ -220,16 +226,19 @@ def project_overlay_root(series_dir: Path) -> Path | None:
     return config.root if owns_series(config, series_dir) else None
 
 
-def _files(plan: apply.Plan) -> list[dict]:
+def _files(plan: apply.Plan, hashes: bool = True) -> list[dict]:
     out = []
     for rel, (old, new, _, _) in plan.changes.items():
         change = "added" if old is None else "removed" if new is None else "modified"
-        out.append({"path": rel, "change": change, "pre_sha256": journal.sha256(old),
-                    "post_sha256": journal.sha256(new)})  # fmt: skip
+        item = {"path": rel, "change": change}
+        if hashes:
+            item.update(pre_sha256=journal.sha256(old), post_sha256=journal.sha256(new))
+        out.append(item)
     return out
 
 
-def _print_files(plan: apply.Plan) -> None:
-    for item in _files(plan):
+def _print_files(files: list[dict]) -> None:
+    for item in files:
         output.info(f"  {item['change']:<8} {item['path']}")
-        output.detail(f"           sha256 {item['pre_sha256'] or '-'} -> {item['post_sha256'] or '-'}")
+        if "pre_sha256" in item:
+            output.detail(f"           sha256 {item['pre_sha256'] or '-'} -> {item['post_sha256'] or '-'}")

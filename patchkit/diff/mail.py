@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import quopri
 import re
 
 from patchkit.diff.model import Trailer
@@ -87,6 +85,9 @@ def _decoded(raw: bytes, encoding: str, where: str) -> str:
     if encoding not in ("quoted-printable", "base64"):
         raise UserError(f"unknown Content-Transfer-Encoding {encoding!r}", where)
     try:
+        import base64
+        import quopri  # only an encoded body needs them
+
         data = quopri.decodestring(raw) if encoding == "quoted-printable" else base64.b64decode(raw)
     except ValueError as exc:
         raise UserError(f"cannot decode {encoding} body: {exc}", where) from exc

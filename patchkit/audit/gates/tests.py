@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess  # noqa: F401  (tests patch subprocess.run through this module)
 import tempfile
@@ -90,9 +91,15 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
             base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress, patch.name)
             known, stats = set(base_side) if isinstance(base_side, dict) else set(), {"full": len(selection)}
         else:
-            base_side, known, stats = _on_demand(settings, pre, selection, whole, patch_side, env_info, work,
-                                                 progress, patch.name)  # fmt: skip
-            base_cached = stats.get("cached-paths", 0)
+            if two_sided():  # the reference run base on demand is checked against: the base in full
+                base_side, base_cached = baseline(settings, pre, selection, env_info, work, progress,
+                                                  patch.name)  # fmt: skip
+                known = set(patch_side) | set(base_side) if isinstance(base_side, dict) else set()
+                stats = {"full": len(selection)}
+            else:
+                base_side, known, stats = _on_demand(settings, pre, selection, whole, patch_side, env_info,
+                                                     work, progress, patch.name)  # fmt: skip
+                base_cached = stats.get("cached-paths", 0)
             if isinstance(base_side, dict):  # a failure with the patch is run once more (confirm)
                 patch_side, confirmed = confirm_failures(
                     settings,
@@ -123,7 +130,8 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
         )
     details = {"selection": selection, "environment": env_info,
                "baseline_cached": base_cached == len(selection), "baseline_cached_paths": base_cached,
-               "base_on_demand": stats, **({"confirmed": confirmed} if confirmed else {})}  # fmt: skip
+               "base_on_demand": stats, **({"confirmed": confirmed} if confirmed else {}),
+               **({"two_sided": True} if two_sided() else {})}  # fmt: skip
     if groups is not None:  # affected tests first (audit/affectedrun): what each group ran
         details["groups"] = groups
     patched = None if hung else patch_side
@@ -158,6 +166,7 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         "messages": {t: excerpt(patched[t].text) for c in ("regressed", FLAKY)
                      for t in cmp.rows.get(c, [])[:20] if t in patched},  # fmt: skip
         "path_seconds": path_seconds(patched),
+        "test_seconds": test_seconds(patched),
     })  # fmt: skip
     summary = affectedrun.noted(summary_message(cmp), details.get("groups"))
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
@@ -183,6 +192,16 @@ def path_seconds(patched: dict) -> dict[str, float]:
     for test_id, outcome in patched.items():
         out[file_of_test(test_id)] = out.get(file_of_test(test_id), 0.0) + outcome.seconds
     return {p: round(v, 3) for p, v in sorted(out.items())}
+
+
+SLOW_TEST = 1.0  # seconds: a test at least this slow is recorded by its id (``test_seconds``)
+
+
+def test_seconds(patched: dict) -> dict[str, float]:
+    """Recorded seconds with the patch of each test that took at least ``SLOW_TEST`` (the shard plan
+    weighs a split file's tests by them; the faster ones share the rest of the file's time)."""
+    slow = {t: round(o.seconds, 3) for t, o in patched.items() if o.seconds >= SLOW_TEST}
+    return dict(sorted(slow.items()))
 
 
 def shard_part(settings: TestSettings, full: list[str], mine: list[str], base_side: dict,
@@ -328,14 +347,21 @@ def _test_sides(ctx: GateContext) -> tuple[Overlay, Overlay | None]:
     return pre, post
 
 
+def two_sided() -> bool:
+    """``PATCHKIT_BASE_SIDE=full``: every selected test on both sides (the two-sided reference run
+    that base on demand must agree with; docs/guarantees.md)."""
+    return os.environ.get("PATCHKIT_BASE_SIDE", "").strip().lower() == "full"
+
+
 def _cache_config(ctx: GateContext) -> object:
     t = ctx.settings.get("tests")
     if t is None:
         return None
     shard = [t.shard, t.plan_digest] if t.shard else []  # a shard's share is not the whole result
     select = [t.select] if t.select != "upstream" else []  # the default's key is as before
+    both = ["two-sided"] if two_sided() else []
     return [environment(t.python), t.per_test_timeout, t.test_timeout, t.env_error, OUTCOME_FORMAT, *shard,
-            *select]  # fmt: skip
+            *select, *both]  # fmt: skip
 
 
 def _environment(settings: dict) -> dict:
