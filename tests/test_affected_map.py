@@ -53,7 +53,7 @@ def test_the_map_round_trips_through_the_cache_and_a_corrupt_one_is_a_miss(setti
         **maps()["tests/test_pool.py"],
         "format": covermap.MAP_FORMAT,
         "base": "base-1",
-        "environment": {k: ENV[k] for k in ("python", "torch", "platform", "machine", "pytest")},
+        "environment": covermap.fingerprint(ENV),
     }
     key = covermap.map_key(settings, ENV, "tests/test_pool.py")
     cache.put_json(covermap.KIND, key, value)
@@ -70,7 +70,7 @@ def test_a_map_of_another_base_or_environment_is_a_miss(settings):
         **maps()["tests/test_pool.py"],
         "format": covermap.MAP_FORMAT,
         "base": "base-0",
-        "environment": {k: ENV[k] for k in ("python", "torch", "platform", "machine", "pytest")},
+        "environment": covermap.fingerprint(ENV),
     }
     cache.put_json(covermap.KIND, covermap.map_key(settings, ENV, "tests/test_pool.py"), value)
     assert (
@@ -80,6 +80,9 @@ def test_a_map_of_another_base_or_environment_is_a_miss(settings):
     cache.put_json(covermap.KIND, covermap.map_key(settings, ENV, "tests/test_pool.py"), value)
     assert covermap.load(settings, {**ENV, "torch": "2.6.0+cpu"}, ["tests/test_pool.py"]) == {}  # another key
     assert covermap.map_key(settings, ENV, "p") != covermap.map_key(settings, {**ENV, "torch": "x"}, "p")
+    # a map recorded on another vLLM platform (VLLM_TARGET_DEVICE) is another environment's
+    assert covermap.fingerprint({**ENV, "vllm_target_device": "cpu"}) != covermap.fingerprint(ENV)
+    assert covermap.load(settings, {**ENV, "vllm_target_device": "cpu"}, ["tests/test_pool.py"]) == {}
     assert list(covermap.load(settings, ENV, ["tests/test_pool.py"])) == ["tests/test_pool.py"]
 
 

@@ -139,11 +139,12 @@ def load(settings: TestSettings, env_info: dict, paths: list[str]) -> dict[str, 
 def valid(value: object, settings: TestSettings, env_info: dict) -> bool:
     """A map for this base and this environment, in this format."""
     return (isinstance(value, dict) and value.get("format") == MAP_FORMAT
-            and value.get("base") == settings.base_hash and value.get("environment") == _fingerprint(env_info)
+            and value.get("base") == settings.base_hash and value.get("environment") == fingerprint(env_info)
             and isinstance(value.get("tests"), list) and isinstance(value.get("files"), dict))  # fmt: skip
 
 
-def _fingerprint(env_info: dict) -> dict:
+def fingerprint(env_info: dict) -> dict:
+    """What of the environment a stored map must match (the interpreter, torch, the platform)."""
     keys = ("python", "torch", "platform", "machine", "pytest", "vllm_target_device")
     return {k: env_info.get(k) for k in keys}
 
@@ -186,7 +187,7 @@ def build(settings: TestSettings, env_info: dict, paths: list[str], work: Path,
         return NoReport(_no_map(proc.stderr.strip()[-300:]))
     maps = split(raw, list(outcomes), paths, lambda rel: _read(settings.base_root / rel))
     for path, value in maps.items():
-        value.update(format=MAP_FORMAT, base=settings.base_hash, environment=_fingerprint(env_info))
+        value.update(format=MAP_FORMAT, base=settings.base_hash, environment=fingerprint(env_info))
         if settings.use_cache:
             cache.put_json(KIND, map_key(settings, env_info, path), value)
     detail = f"{who}: {len(outcomes)} test(s) under coverage, {len(raw.get('files', {}))} file(s) measured"
