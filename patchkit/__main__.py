@@ -1,3 +1,3 @@
-from patchkit.cli import main
+from patchkit.entry import main
 
 main()

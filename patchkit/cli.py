@@ -72,20 +72,10 @@ def _gate_list(text: str | None) -> str | None:
 
 def _run(fn, *args, json_out: Path | None = None) -> None:
     """Turn user errors into one line and exit 2 (or 1 for failed checks); bugs still raise.
-    With ``--json F`` a failed command writes its error there too, so scripts always find a record."""
-    from patchkit.errors import UserError
+    With ``--json F`` a failed command writes its error there too (``commands/outcome.call``)."""
+    from patchkit.commands.outcome import call
 
-    try:
-        code = fn(*args)
-    except KeyboardInterrupt:
-        raise typer.Exit(interrupted()) from None
-    except UserError as exc:
-        print(f"patchkit: error: {exc.line()}", file=sys.stderr)
-        # an error about the JSON file itself (e.g. a full disk) keeps its previous version
-        if json_out is not None and not any(str(p) in exc.line() for p in (json_out, json_out.resolve())):
-            write_error(json_out, exc)
-        raise typer.Exit(exc.exit_code) from None
-    raise typer.Exit(code)
+    raise typer.Exit(call(fn, *args, json_out=json_out))
 
 
 @app.command()

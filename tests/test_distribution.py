@@ -20,12 +20,12 @@ TEMPLATES = sorted((ROOT / "ci").glob("*.y*ml"))
 def test_the_distribution_is_ours_and_the_command_stays_patchkit():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == patchkit.DISTRIBUTION == "vllm-patchkit"
-    assert project["scripts"] == {"patchkit": "patchkit.cli:main"}
+    assert project["scripts"] == {"patchkit": "patchkit.entry:main"}
     assert metadata.version(patchkit.DISTRIBUTION) == patchkit.__version__
     entry = [
         e for e in metadata.distribution(patchkit.DISTRIBUTION).entry_points if e.group == "console_scripts"
     ]
-    assert [(e.name, e.value) for e in entry] == [("patchkit", "patchkit.cli:main")]
+    assert [(e.name, e.value) for e in entry] == [("patchkit", "patchkit.entry:main")]
 
 
 # --------------------------------------------------------------------------- the CI templates

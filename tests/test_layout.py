@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.report", "patchkit.pipelines"),
     ("patchkit.rebase", "patchkit.wheels", "patchkit.edit", "patchkit.interdiff"),
     ("patchkit.config", "patchkit.output"),
-    ("patchkit.commands", "patchkit.cli"),
+    ("patchkit.commands", "patchkit.cli", "patchkit.entry"),
 ]
 
 

@@ -12,17 +12,24 @@ from pathlib import Path
 import click
 from typer.core import TyperGroup
 
+from patchkit.commands.outcome import (  # noqa: F401 (re-exported: the names every command used)
+    EXIT_INTERRUPTED,
+    INTERRUPTED,
+    REAL_STDOUT,
+    STDOUT,
+    interrupted,
+    json_stdout,
+    json_target,
+    write_error,
+)
 from patchkit.console import set_verbosity, verbosity
 
 HELP_OPTIONS = ["-h", "--help"]
 CONFIG_OPTION = "--config"  # patchkit.toml, or a pin file of its form ([target])
 CONFIG_ALIASES = ("--pin",)  # the same file under its older name: accepted, not shown
 JSON_OPTION = "--json"
-STDOUT = "-"
 SCRATCH_PREFIX = "patchkit-json-"
 STDOUT_HELP = " ('-': stdout)"
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-INTERRUPTED = "patchkit: interrupted (Ctrl-C); a command that writes leaves its target as before"
 
 
 class Conventions(TyperGroup):
@@ -101,7 +108,7 @@ def _json_may_go_to_stdout(param: click.Option) -> None:
         import tempfile  # only for --json -: tempfile costs start-up (it loads random)
 
         scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
-        _REAL_STDOUT.append(sys.stdout)
+        REAL_STDOUT.append(sys.stdout)
         ctx.call_on_close(lambda out=sys.stdout: _emit(scratch, out))
         ctx.with_resource(contextlib.redirect_stdout(sys.stderr))
         return scratch / "out.json"
@@ -109,15 +116,6 @@ def _json_may_go_to_stdout(param: click.Option) -> None:
     param.callback = callback
     if param.help and STDOUT_HELP not in param.help:
         param.help += STDOUT_HELP
-
-
-_REAL_STDOUT: list = []  # the stdout a --json - callback moved the human lines away from
-
-
-def json_stdout():
-    """Where ``--json -`` writes: the real stdout, also when the parser stopped before the command
-    ran (click then never closes the context that moved stdout to stderr)."""
-    return _REAL_STDOUT[-1] if _REAL_STDOUT else sys.stdout
 
 
 def _emit(scratch: Path, out) -> None:
@@ -138,28 +136,3 @@ def shown(path: Path) -> str:
 
     stdout = path.name == "out.json" and path.parent.name.startswith(SCRATCH_PREFIX)
     return f"{STDOUT} (stdout)" if stdout and path.parent.parent == Path(tempfile.gettempdir()) else str(path)
-
-
-def json_target(path: Path | None) -> Path | None:
-    """``--json`` as written on a command line the parser refused: None for stdout."""
-    return None if path is None or str(path) == STDOUT else path
-
-
-def interrupted() -> int:
-    print(INTERRUPTED, file=sys.stderr, flush=True)
-    return EXIT_INTERRUPTED
-
-
-def write_error(json_out: Path, exc) -> None:
-    """A failed command's record in ``--json F`` (or on stdout for ``--json -``)."""
-    import json
-
-    record = {"ok": False, "error": exc.line(), "exit_code": exc.exit_code}
-    if json_target(json_out) is None:  # --json - that the parser refused: stdout
-        print(json.dumps(record, indent=1), file=json_stdout())
-        return
-    try:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    except OSError as err:
-        print(f"patchkit: error: cannot write {json_out}: {err.strerror}", file=sys.stderr)
