@@ -7,8 +7,10 @@ Every run gets a new, empty ``PATCHKIT_CACHE`` whose environment entries (the ba
 test venv, the hook tools) are links to the shared cache: the gates, the base sides, the guide and
 the plan's collection start cold in each run, as on N separate CI runners, and no venv is rebuilt.
 The durations the shards balance by come from a record given with ``--durations-from`` (e.g. a cold
-main job's ``reports/audit.json``) through ``patchkit ci durations`` (without it: by counts). The
-shards run first, then the unsharded audit; ``testshards.json`` is written after each run. Each
+main job's ``reports/audit.json``) through ``patchkit ci durations`` (without it: by counts); the
+shards run first, then the unsharded audit. With ``--unsharded-first`` the unsharded audit runs
+first and the shards balance by its record, as CI's next sharded run would by the last run's
+durations (the record says which). ``testshards.json`` is written after each run. Each
 run's CPU seconds (its process tree, ``getrusage``) are kept beside its wall and gate seconds: on a
 machine other work shares, the CPU ratio is the steadier figure.
 
@@ -96,7 +98,7 @@ def counts(record: dict) -> dict:
 
 
 def run(shards: int, work: Path, durations_from: Path | None, reference: Path | None = None,
-        reference_cpu: float | None = None) -> dict:  # fmt: skip
+        reference_cpu: float | None = None, unsharded_first: bool = False) -> dict:  # fmt: skip
     work.mkdir(parents=True, exist_ok=True)
     log = work / "testshards.log"
     series = work / "series"
@@ -104,6 +106,11 @@ def run(shards: int, work: Path, durations_from: Path | None, reference: Path | 
     shutil.copytree(REPO / "patches", series)
     (series / "test-durations.json").unlink(missing_ok=True)
     result: dict = {"shards": shards, "uptime_before": _uptime()}
+    whole: dict | None = None
+    if unsharded_first and reference is None:
+        whole = _unsharded(series, work, log, result)
+        if durations_from is None:
+            durations_from = work / "whole.json"
     if durations_from is not None:  # else the shards balance by counts
         subprocess.run([sys.executable, "-m", "patchkit", "ci", "durations", str(durations_from), "--out",
                         str(series / "test-durations.json")], check=True, cwd=REPO)  # fmt: skip
@@ -119,12 +126,9 @@ def run(shards: int, work: Path, durations_from: Path | None, reference: Path | 
                                          "cpu_s": record["_cpu_s"],
                                          "uptime_after": _uptime()}  # fmt: skip
         (work / "testshards.json").write_text(json.dumps(result, indent=1))  # so far
-    if reference is None:
-        wall, code, whole = _audit(series, work / "whole.json", _cache(work, "whole"), log, None)
-        gates = round(gate_seconds(whole), 1)
-        result["unsharded"] = {"wall_s": round(wall, 1), "gates_s": gates, "exit": code,
-                               "cpu_s": whole["_cpu_s"], "uptime_after": _uptime()}  # fmt: skip
-    else:  # an unsharded record measured elsewhere (say so: not the same command)
+    if whole is None and reference is None:
+        whole = _unsharded(series, work, log, result)
+    elif whole is None and reference is not None:  # an unsharded record measured elsewhere (say so: not the same command)
         whole = json.loads(reference.read_text("utf-8"))
         result["unsharded"] = {"record": str(reference), "gates_s": round(gate_seconds(whole), 1),
                                "cpu_s": reference_cpu, "note": "not run by this command"}  # fmt: skip
@@ -145,6 +149,13 @@ def run(shards: int, work: Path, durations_from: Path | None, reference: Path | 
     return result
 
 
+def _unsharded(series: Path, work: Path, log: Path, result: dict) -> dict:
+    wall, code, whole = _audit(series, work / "whole.json", _cache(work, "whole"), log, None)
+    result["unsharded"] = {"wall_s": round(wall, 1), "gates_s": round(gate_seconds(whole), 1), "exit": code,
+                           "cpu_s": whole["_cpu_s"], "uptime_after": _uptime()}  # fmt: skip
+    return whole
+
+
 def _uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -158,10 +169,11 @@ def main(argv: list[str] | None = None) -> int:
         "--unsharded-record", type=Path, default=None, help="skip the unsharded run: use this"
     )
     parser.add_argument("--unsharded-cpu", type=float, default=None, help="its CPU seconds, if known")
+    parser.add_argument("--unsharded-first", action="store_true",
+                        help="run the unsharded audit first; the shards balance by its record")  # fmt: skip
     args = parser.parse_args(argv)
-    result = run(
-        args.shards, args.work.resolve(), args.durations_from, args.unsharded_record, args.unsharded_cpu
-    )
+    result = run(args.shards, args.work.resolve(), args.durations_from, args.unsharded_record,
+                 args.unsharded_cpu, args.unsharded_first)  # fmt: skip
     text = json.dumps(result, indent=1)
     (args.work / "testshards.json").write_text(text)
     print(text)

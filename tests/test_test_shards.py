@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings
-from patchkit.audit.testplan import durations_from, expand, owner, plan
+from patchkit.audit.testplan import SECONDS_KEYS, durations_from, expand, owner, plan
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.commands import report
@@ -95,7 +97,8 @@ def _normal(record: dict) -> dict:
             gate.pop("duration", None)
             gate.pop("cached", None)
             gate["details"].get("base_on_demand", {}).pop("saved_seconds", None)
-            gate["details"].pop("path_seconds", None)  # JUnit's times
+            for key in SECONDS_KEYS:  # JUnit's times
+                gate["details"].pop(key, None)
     return out
 
 
@@ -286,3 +289,33 @@ def test_a_split_files_slow_tests_weigh_their_recorded_seconds_and_the_rest_shar
     alone = split["tests.test_big::test_slow"]
     assert [t for t, k in split.items() if k == alone] == ["tests.test_big::test_slow"]  # a shard of its own
     assert assignment["tests/test_a.py"] != alone  # the other shard takes the rest
+
+
+def test_a_test_that_needs_its_base_run_weighs_both_sides_and_a_shard_orders_by_its_own_tests_seconds():
+    """Base on demand runs the base side of a test that did not pass with the patch: the durations
+    file counts that run too (the record's ``base_*_seconds``), so the slow failing test weighs both
+    sides; and a shard's patch order weighs its own tests of a split file by their seconds, not by
+    how many of the file's tests it owns."""
+    from patchkit.audit.gates.tests import path_seconds, test_seconds
+    from patchkit.audit.shardplan import _share
+    from patchkit.audit.testselect import Outcome
+
+    patched = {"tests.test_big::test_hangs": Outcome("timeout", seconds=120.0),
+               **{f"tests.test_big::test_{k}": Outcome("passed", seconds=0.5) for k in range(5)}}  # fmt: skip
+    base = {"tests.test_big::test_hangs": Outcome("timeout", seconds=120.0)}  # run on demand: only it
+    details = {"path_seconds": path_seconds(patched), "test_seconds": test_seconds(patched),
+               "base_path_seconds": path_seconds(base), "base_test_seconds": test_seconds(base)}  # fmt: skip
+    assert details["base_path_seconds"] == {"tests/test_big.py": 120.0}
+    record = {"patches": [{"gates": [{"gate": "tests", "details": details}]}]}
+    durations = durations_from(record)
+    assert durations["tests.test_big::test_hangs"] == 240.0  # both sides, not the patched one only
+    assert durations["tests/test_big.py"] == 242.5
+    assignment = {"tests.test_big::test_hangs": 1, **{f"tests.test_big::test_{k}": 2 for k in range(5)},
+                  "tests/test_big.py": 1}  # fmt: skip
+    one = TestSettings(
+        python=sys.executable, base_root=Path("."), base_hash="", shard=(1, 2), plan=assignment
+    )
+    two = replace(one, shard=(2, 2))
+    assert _share("tests/test_big.py", one, durations) == pytest.approx(240.0 / 242.5)  # 1 test of 6
+    assert _share("tests/test_big.py", two, durations) == pytest.approx(2.5 / 242.5)  # 5 tests of 6
+    assert _share("tests/test_big.py", one, {}) == pytest.approx(1 / 6)  # nothing recorded: by counts

@@ -21,7 +21,16 @@ from patchkit.audit.basesides import base_key, materialise
 from patchkit.audit.gates import PatchUnderAudit, SeriesState
 from patchkit.audit.gates.tests import selection_for, tree_predicates
 from patchkit.audit.pytestrun import TestSettings, collect_ids, environment
-from patchkit.audit.testplan import DURATIONS_FILE, digest, expand, heavy, owner, plan, split_files
+from patchkit.audit.testplan import (
+    DURATIONS_FILE,
+    digest,
+    expand,
+    heavy,
+    owner,
+    plan,
+    split_files,
+    split_weights,
+)
 from patchkit.base.tree import BaseTree
 
 COLLECT_FORMAT = 1  # bump when a cached collection's shape changes
@@ -53,18 +62,23 @@ def longest_first(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudi
     for chosen in files.values():
         for f in chosen:
             uses[f] = uses.get(f, 0) + 1
-    weight = {name: sum(durations.get(f, 0.0) / uses[f] * _share(f, settings) for f in chosen)
+    weight = {name: sum(durations.get(f, 0.0) / uses[f] * _share(f, settings, durations) for f in chosen)
               for name, chosen in files.items()}  # fmt: skip
     return sorted(patches, key=lambda p: (-weight.get(p.name, 0.0), p.index))
 
 
-def _share(path: str, settings: TestSettings) -> float:
-    """The share of a test file's tests this runner runs (unsharded: all)."""
+def _share(path: str, settings: TestSettings, durations: dict[str, float]) -> float:
+    """The share of a test file's recorded time this runner runs (unsharded: all): of a file split
+    by test id, its own tests' weights (``testplan.split_weights``) over the file's."""
     if settings.shard is None:
         return 1.0
     i, n = settings.shard
     if split := split_files(settings.plan).get(path):
-        return sum(s == i for s in split.values()) / len(split)
+        weights = split_weights(durations.get(path, 0.0), list(split), durations)
+        total = sum(weights.values())
+        if not total:
+            return sum(s == i for s in split.values()) / len(split)
+        return sum(w for t, w in weights.items() if split[t] == i) / total
     return 1.0 if owner(path, settings.plan, n) == i else 0.0
 
 

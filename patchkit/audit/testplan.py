@@ -63,12 +63,8 @@ def plan(units: dict[str, int], durations: dict[str, float], shards: int,
     loaded shard; a split file itself maps to its home shard (the shard of its first test)."""
     weight = _file_weights(units, durations)
     split = {f: list(dict.fromkeys(ids[f])) for f in sorted(ids or {}) if f in units and ids[f]}
-    for f, tests in split.items():  # recorded tests weigh their seconds, the others share the rest
-        total = weight.pop(f)
-        known = {t: durations[t] for t in tests if durations.get(t)}
-        rest = [t for t in tests if t not in known]
-        each = max(total - sum(known.values()), 0.0) / len(rest) if rest else 0.0
-        weight.update({**{t: each for t in rest}, **known})
+    for f, tests in split.items():
+        weight.update(split_weights(weight.pop(f), tests, durations))
     load = [0.0] * shards
     out: dict[str, int] = {}
     for unit in sorted(weight, key=lambda u: (-weight[u], u)):
@@ -78,6 +74,15 @@ def plan(units: dict[str, int], durations: dict[str, float], shards: int,
     for f, tests in split.items():
         out[f] = out[tests[0]]
     return dict(sorted(out.items()))
+
+
+def split_weights(total: float, tests: list[str], durations: dict[str, float]) -> dict[str, float]:
+    """The tests of a file split by test id, each with its weight: recorded tests their seconds, the
+    others an even share of what is left of the file's ``total``."""
+    known = {t: durations[t] for t in tests if durations.get(t)}
+    rest = [t for t in tests if t not in known]
+    each = max(total - sum(known.values()), 0.0) / len(rest) if rest else 0.0
+    return {**{t: each for t in rest}, **known}
 
 
 def digest(assignment: dict[str, int], shards: int) -> str:
@@ -119,16 +124,20 @@ def owns(test_id: str, assignment: dict[str, int], shard: tuple[int, int] | None
     return shard is None or owner(test_id, assignment, shard[1]) == shard[0]
 
 
+SECONDS_KEYS = ("path_seconds", "test_seconds", "base_path_seconds", "base_test_seconds")
+
+
 def durations_from(record: dict) -> dict[str, float]:
     """{test path or JUnit id: seconds} from an audit record (its tests gates' ``path_seconds`` and,
-    for the slow tests, ``test_seconds``), summed over patches: the durations file ``--shard``
-    balances by."""
+    for the slow tests, ``test_seconds``, of the patched side and of the base side as far as it
+    ran), summed over patches and sides: the durations file ``--shard`` balances by. A test that
+    does not pass with the patch costs its base run too, on the runner that owns it."""
     out: dict[str, float] = {}
     for pa in record.get("patches", []):
         for gate in pa.get("gates", []):
             if gate.get("gate") == "tests":
                 details = gate.get("details", {})
-                for key in ("path_seconds", "test_seconds"):
+                for key in SECONDS_KEYS:
                     for unit, seconds in (details.get(key) or {}).items():
                         out[unit] = round(out.get(unit, 0.0) + float(seconds), 3)
     return dict(sorted(out.items()))

@@ -167,6 +167,9 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
                      for t in cmp.rows.get(c, [])[:20] if t in patched},  # fmt: skip
         "path_seconds": path_seconds(patched),
         "test_seconds": test_seconds(patched),
+        # the base side as far as it ran (on demand: the tests that did not pass with the patch)
+        "base_path_seconds": path_seconds(base_side),
+        "base_test_seconds": test_seconds(base_side),
     })  # fmt: skip
     summary = affectedrun.noted(summary_message(cmp), details.get("groups"))
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
@@ -186,10 +189,10 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
     return result("passed", summary.key, summary.params, evidence=evidence)
 
 
-def path_seconds(patched: dict) -> dict[str, float]:
-    """Recorded seconds per test file with the patch (``--shard`` balances by them)."""
+def path_seconds(side: dict) -> dict[str, float]:
+    """Recorded seconds per test file of one side's outcomes (``--shard`` balances by both sides')."""
     out: dict[str, float] = {}
-    for test_id, outcome in patched.items():
+    for test_id, outcome in side.items():
         out[file_of_test(test_id)] = out.get(file_of_test(test_id), 0.0) + outcome.seconds
     return {p: round(v, 3) for p, v in sorted(out.items())}
 
@@ -197,10 +200,10 @@ def path_seconds(patched: dict) -> dict[str, float]:
 SLOW_TEST = 1.0  # seconds: a test at least this slow is recorded by its id (``test_seconds``)
 
 
-def test_seconds(patched: dict) -> dict[str, float]:
-    """Recorded seconds with the patch of each test that took at least ``SLOW_TEST`` (the shard plan
+def test_seconds(side: dict) -> dict[str, float]:
+    """Recorded seconds of one side of each test that took at least ``SLOW_TEST`` (the shard plan
     weighs a split file's tests by them; the faster ones share the rest of the file's time)."""
-    slow = {t: round(o.seconds, 3) for t, o in patched.items() if o.seconds >= SLOW_TEST}
+    slow = {t: round(o.seconds, 3) for t, o in side.items() if o.seconds >= SLOW_TEST}
     return dict(sorted(slow.items()))
 
 
