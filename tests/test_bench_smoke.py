@@ -91,6 +91,9 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
         "patchkit.commands.conventions",
         "patchkit.commands.editverbs",  # the edit loop's Typer wiring (each verb imports its module when run)
         "patchkit.commands.ci",  # `patchkit ci`'s Typer sub-app, likewise
+        "patchkit.entry",  # the console script: a plain `apply` line starts without click
+        "patchkit.commands.quick",  # its static option table, consulted before typer
+        "patchkit.commands.outcome",  # how a command's result becomes an exit code (shared by both paths)
         "patchkit.console",
         "patchkit.errors",
     ]

@@ -186,3 +186,50 @@ def test_a_deleted_test_file_is_run_on_the_base_and_its_tests_are_findings(tmp_p
         "tests.test_calc::test_scale",
     ]
     assert sum(f["kind"] == "test-removed" for f in result.patches[0].guide["findings"]) == 2
+
+
+# pytest's own crash (INTERNALERROR): a conftest hook that raises ends the run; JUnit then holds one
+# "pytest::internal" case and nothing for the tests after it. Seen in a real audit of the own series.
+CRASH_HOOK = """\
+from pathlib import Path
+
+MARK = Path({mark!r})
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and ({always} or not MARK.exists()):
+        MARK.write_text("crashed")
+        raise RuntimeError("conftest hook crashed")
+"""
+
+
+def _crash_hook(tmp_path: Path, always: bool) -> str:
+    return CRASH_HOOK.format(mark=str(tmp_path / "crashed-once"), always=always)
+
+
+def test_a_pytest_crash_is_run_once_more_and_never_a_test_of_the_patch(tmp_path):
+    new = CALC + "\n\ndef half(x):\n    return x / 2\n"
+    gate, result = _gate(tmp_path, file_diff("vllm/calc.py", CALC, new),
+                         {"tests/conftest.py": _crash_hook(tmp_path, always=False)})  # fmt: skip
+    assert (tmp_path / "crashed-once").exists()  # the hook did crash the first run
+    assert gate.status == "passed", gate.summary  # was: failed, new-failed ["pytest::internal"]
+    assert not any("pytest::internal" in ids for ids in gate.details["tests"].values())
+    assert result.patches[0].verdict == "ready"
+
+
+def test_a_crash_that_recurs_on_both_sides_could_not_run_and_says_so(tmp_path):
+    new = CALC + "\n\ndef half(x):\n    return x / 2\n"
+    gate, result = _gate(tmp_path, file_diff("vllm/calc.py", CALC, new),
+                         {"tests/conftest.py": _crash_hook(tmp_path, always=True)})  # fmt: skip
+    assert gate.status == "could-not-run", gate.summary
+    assert "INTERNALERROR" in gate.summary and "2 runs in a row" in gate.summary
+    assert result.patches[0].verdict != "ready"
+
+
+def test_a_patch_that_makes_pytest_crash_fails_with_pytests_reason(tmp_path):
+    new = CALC + "\n\ndef half(x):\n    return x / 2\n"
+    hook = file_diff("tests/conftest.py", None, _crash_hook(tmp_path, always=True))
+    gate, result = _gate(tmp_path, file_diff("vllm/calc.py", CALC, new) + hook)
+    assert gate.status == "failed", gate.summary  # the base reports; with the patch pytest cannot
+    assert "INTERNALERROR" in gate.summary and "conftest hook crashed" in gate.summary
+    assert result.patches[0].verdict == "needs-work"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from patchkit import cache
 from patchkit.audit.shardfilter import shard_plugin
-from patchkit.audit.testselect import JUNIT_ID_SOURCE, Outcome, parse_junit
+from patchkit.audit.testselect import JUNIT_ID_SOURCE, Outcome, excerpt, parse_junit
 from patchkit.values import Message
 
 _PROBE = (
@@ -217,7 +217,34 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
         args += shard_args
     if owns_bytecode(settings.python):
         del env["PYTHONDONTWRITEBYTECODE"]
-    proc = subprocess.Popen([*args, *tests], cwd=tree, env=env, stdout=subprocess.PIPE,
+    first = _attempt([*args, *tests], tree, env, junit, settings.test_timeout, on_count)
+    if not _crashed(first):
+        return first
+    # pytest itself crashed (INTERNALERROR: a plugin's or conftest's hook raised). JUnit then holds
+    # one "pytest::internal" case and no outcome for the tests after the crash: that is no verdict on
+    # the patch, and the tests it cut off are not "absent". One more run; if it crashes again, the
+    # run has no report, saying how far it got.
+    again = _attempt([*args, *tests], tree, env, junit, settings.test_timeout, on_count)
+    if not _crashed(again):
+        return again
+    reported = len(again) - 1
+    text = excerpt(again[INTERNAL_ERROR].text.strip(), 600)
+    return NoReport(Message("tests.run.internal-error", {"runs": 2, "reported": reported, "text": text}))
+
+
+# The test id JUnit gives pytest's own crash (``<testcase classname="pytest" name="internal">``).
+INTERNAL_ERROR = "pytest::internal"
+
+
+def _crashed(outcomes: dict[str, Outcome] | NoReport) -> bool:
+    return isinstance(outcomes, dict) and INTERNAL_ERROR in outcomes
+
+
+def _attempt(command: list[str], tree: Path, env: dict[str, str], junit: Path, timeout: float,
+             on_count: Callable[[int, int], None]) -> dict[str, Outcome] | NoReport:  # fmt: skip
+    """One pytest process with a whole-run timeout; its JUnit outcomes, or why there are none."""
+    junit.unlink(missing_ok=True)  # a report left by an earlier attempt is not this run's
+    proc = subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace")  # fmt: skip
     timed_out = threading.Event()
 
@@ -225,7 +252,7 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
         timed_out.set()
         proc.kill()
 
-    timer = threading.Timer(settings.test_timeout, stop)
+    timer = threading.Timer(timeout, stop)
     timer.start()
     lines: list[str] = []
     try:
@@ -240,8 +267,7 @@ def run_pytest(settings: TestSettings, tree: Path, tests: list[str], env_info: d
             proc.kill()
             proc.wait()
     if timed_out.is_set():
-        seconds = f"{settings.test_timeout:g}"
-        return NoReport(Message("tests.run.timeout", {"seconds": seconds}), timed_out=True)
+        return NoReport(Message("tests.run.timeout", {"seconds": f"{timeout:g}"}), timed_out=True)
     if not junit.is_file():
         tail = "".join(lines).strip().splitlines()[-3:]
         return NoReport(Message("tests.run.no-report", {"code": proc.returncode, "tail": tail}))
