@@ -225,6 +225,8 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         return None
 
     missing = load(list(keys))
+    if settings.select == "affected" and any(kind == "id" for kind, _ in missing):
+        missing = _carried(settings, pre, selection, env_info, missing, outcomes, stats)
     if not missing and not gone_in:
         return outcomes, whole, stats
     if settings.use_cache:
@@ -244,3 +246,26 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         if (failed := run(left, work / "after-wait", {})) is not None:
             return failed, whole, stats
     return outcomes, whole, stats
+
+
+def _carried(settings: TestSettings, pre: Overlay, selection: list[str], env_info: dict,
+             missing: list[tuple[str, str]], outcomes: dict[str, Outcome], stats: Counter):  # fmt: skip
+    """``--select affected``: the demanded base tests a recorded run (``audit/carry``) of a tree that
+    differs from base + ``pre`` only in code they did not execute already gives; the rest to run."""
+    from patchkit.audit import carry
+
+    ids = {what for kind, what in missing if kind == "id"}
+
+    def read(path: str) -> bytes | None:
+        try:
+            return (settings.base_root / path).read_bytes()
+        except OSError:
+            return None
+
+    got = carry.carry(settings, env_info, pre, selection, read, wanted=ids.__contains__)
+    if not got.count:
+        return missing
+    outcomes.update(got.outcomes)
+    stats["carried"] += got.count
+    stats["carried_from"] = got.sources
+    return [(kind, what) for kind, what in missing if not (kind == "id" and what in got.outcomes)]

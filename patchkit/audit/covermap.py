@@ -160,37 +160,51 @@ def _extra(plugin: Path, data: Path, rc: Path) -> Callable[[Path], Extra]:
     return extra
 
 
+def measured(settings: TestSettings, env_info: dict, overlay: dict, paths: list[str], work: Path, label: str,
+             who: str, progress: Callable[..., None], only: tuple | None = None,
+             invert: bool = False, need_map: bool = True):  # fmt: skip
+    """One pytest run of ``paths`` on base + ``overlay`` under coverage, a context per test; (its
+    outcomes, one map per path with the scopes of that tree's files, files measured), or why there
+    are none (``need_map=False``: coverage's data unreadable gives the outcomes and no map)."""
+    plugin = work / f"{label}-plugin"
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / "patchkit_contexts.py").write_text(CONTEXT_PLUGIN, "utf-8")
+    (plugin / "sitecustomize.py").write_text(SITECUSTOMIZE, "utf-8")
+    rc, data = plugin / "coveragerc", plugin / "data"
+    outcomes = run_side(settings, overlay, paths, env_info, work, label, who, progress, only, invert,
+                        extra=_extra(plugin, data, rc))  # fmt: skip
+    if isinstance(outcomes, NoReport):
+        return outcomes
+    tree, raw_file = work / label, plugin / "map.json"
+    if not outcomes:  # nothing of the paths in this tree, or every test deselected
+        return outcomes, {p: {"tests": [], "files": {}} for p in paths}, 0
+    try:
+        proc = subprocess.run([settings.python, "-c", DUMP, str(rc), str(tree), str(raw_file)],
+                              capture_output=True, text=True, timeout=settings.test_timeout)  # fmt: skip
+        failed = proc.returncode != 0
+        raw = json.loads(raw_file.read_text("utf-8")) if not failed else {}
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        return NoReport(_no_map(str(exc))) if need_map else (outcomes, {}, 0)
+    if failed:
+        return NoReport(_no_map(proc.stderr.strip()[-300:])) if need_map else (outcomes, {}, 0)
+    maps = split(raw, list(outcomes), paths, lambda rel: _read(tree / rel))
+    return outcomes, maps, len(raw.get("files", {}))
+
+
 def build(settings: TestSettings, env_info: dict, paths: list[str], work: Path,
           progress: Callable[..., None], who: str) -> dict[str, dict] | NoReport:  # fmt: skip
     """Run ``paths`` on the bare base under coverage and cache one map per path; the maps, or why
     the run gave none."""
     started = time.perf_counter()
-    plugin = work / "covermap-plugin"
-    plugin.mkdir(parents=True, exist_ok=True)
-    (plugin / "patchkit_contexts.py").write_text(CONTEXT_PLUGIN, "utf-8")
-    (plugin / "sitecustomize.py").write_text(SITECUSTOMIZE, "utf-8")
-    rc, data = plugin / "coveragerc", plugin / "data"
-    outcomes = run_side(
-        settings, {}, paths, env_info, work, "covermap", who, progress, extra=_extra(plugin, data, rc)
-    )
-    if isinstance(outcomes, NoReport):
-        return outcomes
-    raw_file = plugin / "map.json"
-    try:
-        proc = subprocess.run([settings.python, "-c", DUMP, str(rc), str(work / "covermap"), str(raw_file)],
-                              capture_output=True, text=True, timeout=settings.test_timeout)  # fmt: skip
-        failed = proc.returncode != 0
-        raw = json.loads(raw_file.read_text("utf-8")) if not failed else {}
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        return NoReport(_no_map(str(exc)))
-    if failed:
-        return NoReport(_no_map(proc.stderr.strip()[-300:]))
-    maps = split(raw, list(outcomes), paths, lambda rel: _read(settings.base_root / rel))
+    run = measured(settings, env_info, {}, paths, work, "covermap", who, progress)
+    if isinstance(run, NoReport):
+        return run
+    outcomes, maps, measured_files = run
     for path, value in maps.items():
         value.update(format=MAP_FORMAT, base=settings.base_hash, environment=fingerprint(env_info))
         if settings.use_cache:
             cache.put_json(KIND, map_key(settings, env_info, path), value)
-    detail = f"{who}: {len(outcomes)} test(s) under coverage, {len(raw.get('files', {}))} file(s) measured"
+    detail = f"{who}: {len(outcomes)} test(s) under coverage, {measured_files} file(s) measured"
     timing.record("tests.covermap", time.perf_counter() - started, detail, started)
     return maps
 

@@ -171,10 +171,12 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         "base_path_seconds": path_seconds(base_side),
         "base_test_seconds": test_seconds(base_side),
     })  # fmt: skip
-    summary = affectedrun.noted(summary_message(cmp), details.get("groups"))
+    summary = affectedrun.noted(summary_message(cmp), details.get("groups"), stats)
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
     if stats.get("run") or stats.get("full") or stats.get("cached"):  # the base side as far as it ran
         evidence.insert(0, _pytest_witness(settings, env_info, selection, "base", cmp.base_counts))
+    if carried := affectedrun.carried_witness(details.get("groups"), stats):
+        evidence.append(carried)
     if hung:
         params = {
             "seconds": f"{settings.test_timeout:g}",
@@ -246,10 +248,13 @@ def _on_demand(settings: TestSettings, pre: Overlay, selection: list[str], whole
              "run": counts.get("run", 0), "cached": counts.get("cached", 0),
              "cached-paths": len(cached_paths),
              "not-needed": len(set(patch_side) - known), "full": len(selection) if rest else 0,
-             "saved_seconds": saved}  # fmt: skip
+             "saved_seconds": saved,
+             **({"carried": counts["carried"], "carried_from": counts["carried_from"]}
+                if counts.get("carried") else {})}  # fmt: skip
     detail = (f"{who}: patched {len(patch_side)} test(s); base {stats['run']} run (for a failure "
               f"{len(demand.ids)}, deleted/changed {demand.why.get('deleted-or-changed', 0)} file(s)), "
-              f"{stats['cached']} cached, {stats['not-needed']} not needed; ~{saved:.0f} s saved against "
+              f"{stats['cached']} cached, {stats.get('carried', 0)} carried, {stats['not-needed']} not "
+              f"needed; ~{saved:.0f} s saved against "
               "both sides in full (estimate: recorded durations)")  # fmt: skip
     timing.record("tests.base-on-demand", time.perf_counter() - started, detail, started)
     return base_side, known, stats
