@@ -27,10 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from patchkit import cache
-from patchkit.audit.affected import EVERYTHING, split
+from patchkit.audit.affected import scopes_of_change, split
 from patchkit.audit.basesides import base_key, overlay_digest
 from patchkit.audit.pytestrun import TestSettings
-from patchkit.audit.scopes import changed_scopes
 from patchkit.audit.testselect import Outcome
 
 RECORD, INDEX, TREE = "audit-carry", "audit-carry-index", "audit-carry-tree"
@@ -126,18 +125,19 @@ def remember(settings: TestSettings, env_info: dict, overlay: Overlay, maps: dic
 
 def between(base_read: Callable[[str], bytes | None], old: Overlay, new: Overlay) -> dict[str, set[str]]:
     """file -> the scopes (of the ``old`` tree's file) that differ between base + ``old`` and base +
-    ``new``; a file that is not Python, or a ``conftest.py``: {EVERYTHING}."""
+    ``new`` (``affected.scopes_of_change``: {EVERYTHING} where the map cannot speak for a change)."""
     out: dict[str, set[str]] = {}
+
+    def read(tree: Overlay, path: str) -> bytes | None:
+        return tree[path] if path in tree else base_read(path)
+
+    def exists(path: str) -> bool:
+        return read(old, path) is not None or read(new, path) is not None
+
     for path in sorted(set(old) | set(new)):
-        before = old[path] if path in old else base_read(path)
-        after = new[path] if path in new else base_read(path)
-        if before == after:
-            continue
-        if not path.endswith(".py") or path.rsplit("/", 1)[-1] == "conftest.py":
-            out[path] = {EVERYTHING}
-        else:
-            text = (None if d is None else d.decode("utf-8", errors="replace") for d in (before, after))
-            out[path] = changed_scopes(*text)
+        before, after = read(old, path), read(new, path)
+        if before != after:
+            out[path] = scopes_of_change(path, before, after, exists)
     return out
 
 
