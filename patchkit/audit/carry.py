@@ -179,3 +179,17 @@ def carry(settings: TestSettings, env_info: dict, overlay: Overlay, paths: list[
         out.maps[path] = _subset(record, what["keep"])
         out.sources[path] = {"tree": digest[:12], "carried": best[0], "changed": what["changed"]}
     return out
+
+
+def base_side(settings: TestSettings, env_info: dict, pre: Overlay, selection: list[str],
+              ids: set[str]) -> tuple[dict[str, Outcome], dict[str, dict]]:  # fmt: skip
+    """The base side's carried outcomes of the demanded ``ids`` on base + ``pre``, and where from."""
+
+    def read(path: str) -> bytes | None:
+        try:
+            return (settings.base_root / path).read_bytes()
+        except OSError:
+            return None
+
+    got = carry(settings, env_info, pre, selection, read, wanted=ids.__contains__)
+    return got.outcomes, got.sources

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit import affectedrun, basesides, testenv
+from patchkit.audit import affectedrun, basesides, carry, testenv
 from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
 from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
 from patchkit.audit.confirm import confirm_failures
@@ -231,8 +231,10 @@ def _on_demand(settings: TestSettings, pre: Overlay, selection: list[str], whole
     whose base outcome is known, the counts the stage table and the record show)."""
     started = time.perf_counter()
     demand = base_demand(patch_side, whole)
+    carried = (lambda ids: carry.base_side(settings, env_info, pre, selection, ids)) if (
+        settings.select == "affected") else None  # fmt: skip
     base_side, cached_paths, counts = base_needed(settings, pre, selection, demand, env_info, work / "demand",
-                                                  progress, who, patch_side)  # fmt: skip
+                                                  progress, who, patch_side, carried)  # fmt: skip
     if isinstance(base_side, NoReport):
         return base_side, set(), {}
     known = {t for t in patch_side if demanded(t, demand) or any(under(t, p) for p in cached_paths)}
