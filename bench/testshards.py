@@ -128,7 +128,7 @@ def run(shards: int, work: Path, durations_from: Path | None, reference: Path | 
         (work / "testshards.json").write_text(json.dumps(result, indent=1))  # so far
     if whole is None and reference is None:
         whole = _unsharded(series, work, log, result)
-    elif whole is None and reference is not None:  # an unsharded record measured elsewhere (say so: not the same command)
+    elif whole is None and reference is not None:  # an unsharded record from elsewhere (said: not this run)
         whole = json.loads(reference.read_text("utf-8"))
         result["unsharded"] = {"record": str(reference), "gates_s": round(gate_seconds(whole), 1),
                                "cpu_s": reference_cpu, "note": "not run by this command"}  # fmt: skip

@@ -129,3 +129,64 @@ def test_build_records_contexts_per_test_in_a_real_run(tmp_path, monkeypatch):
     ]
     assert covermap.load(settings, env_info, paths) == built
     assert Path(tmp_path / "cache").is_dir()
+
+
+def test_a_shared_fixtures_lines_belong_to_every_test_of_its_scope(tmp_path, monkeypatch):
+    """A module-scoped fixture runs in the first test's setup only; the second test uses what it
+    made, so a change of the code the fixture ran affects both (was: the first only)."""
+    import sys
+
+    import coverage  # noqa: F401
+    from fixtures.audit.builder import fake_base
+
+    from patchkit.audit.pytestrun import environment
+
+    monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
+    root = fake_base(tmp_path / "base")
+    (root / "tests" / "test_shared.py").write_text(
+        "import pytest\n\nfrom vllm.calc import add\n\n\n@pytest.fixture(scope='module')\n"
+        "def total():\n    return add(2, 3)\n\n\ndef test_first(total):\n    assert total == 5\n\n\n"
+        "def test_second(total):\n    assert total > 0\n\n\ndef test_alone():\n    assert True\n"
+    )
+    settings = TestSettings(python=sys.executable, base_root=root, base_hash="fake", test_timeout=120)
+    built = covermap.build(settings, environment(sys.executable), ["tests/test_shared.py"], tmp_path / "work",
+                           lambda *a, **k: None, "t")  # fmt: skip
+    assert isinstance(built, dict), built
+    shared = built["tests/test_shared.py"]
+    ran_add = {shared["tests"][i] for i in shared["files"]["vllm/calc.py"]["add"]}
+    module = "tests.test_shared::"
+    assert {module + "test_first", module + "test_second"} <= ran_add  # both depend on the fixture
+    got = split(built, {"vllm/calc.py": {"add"}})
+    assert module + "test_second" not in got.unaffected
+
+
+def test_a_fixtures_context_names_the_tests_of_its_scope():
+    by_file = {
+        "tests/v1/test_a.py": ["a1", "a2"],
+        "tests/v1/sub/test_b.py": ["b1"],
+        "tests/test_c.py": ["c1"],
+    }
+    everyone = ["a1", "a2", "b1", "c1"]
+    assert covermap.owners("fixture:module:tests/v1/test_a.py", by_file, everyone) == ["a1", "a2"]
+    assert covermap.owners("fixture:class:tests/v1/test_a.py::TestX", by_file, everyone) == ["a1", "a2"]
+    assert covermap.owners("fixture:package:tests/v1", by_file, everyone) == ["a1", "a2", "b1"]
+    assert covermap.owners("fixture:package:tests/v1/__init__.py", by_file, everyone) == ["a1", "a2", "b1"]
+    assert covermap.owners("fixture:session:", by_file, everyone) == everyone
+    assert covermap.owners("collect:tests/test_c.py", by_file, everyone) == ["c1"]
+    assert covermap.owners("c1", by_file, everyone) == ["c1"] and covermap.owners("", by_file, everyone) == []
+
+
+def test_a_new_module_of_a_package_affects_every_test_and_a_new_test_file_only_its_own():
+    from patchkit.audit.affected import changes
+
+    base = {"vllm/__init__.py": b"", "vllm/pool.py": POOL.encode(), "tests/test_pool.py": b""}
+    new_module = changes(base.get, {}, {"vllm/plugin_b.py": b"X = 1\n"})
+    assert new_module == {"vllm/plugin_b.py": {EVERYTHING}}  # a registry may import it by name
+    assert split(maps(), new_module).unaffected == []
+    gone = changes(base.get, {}, {"vllm/pool.py": None})
+    assert gone == {"vllm/pool.py": {EVERYTHING}}
+    script = changes(base.get, {}, {"examples/run_me.py": b"print(1)\n"})  # no package: nobody imports it
+    assert script == {"examples/run_me.py": {MODULE}}
+    test_file = changes(base.get, {}, {"tests/test_new.py": b"def test_x():\n    pass\n"})
+    assert test_file == {"tests/test_new.py": {MODULE}}
+    assert split(maps(), test_file).unaffected == sorted([A, B, C])  # its tests are new: they run

@@ -203,3 +203,20 @@ def test_floor_case_reports_a_failed_step_as_a_row(tmp_path: Path) -> None:
     no_tests.write_text(json.dumps({"environment": {}, "patches": []}))
     [row] = testfloor_cases(1, tmp_path / "work", no_tests)
     assert row.unavailable == "not available: the audit ran no tests gate"
+
+
+def test_reaudit_edits_exactly_one_added_line_and_reads_the_record() -> None:
+    from bench.reaudit import edit, summarise
+
+    patch = "@@ -1,2 +1,3 @@\n ctx\n+    return x * 2\n+    y = 1\n"
+    assert edit(patch, "    return x * 2", "    return x * 3") == patch.replace("x * 2", "x * 3")
+    with pytest.raises(SystemExit, match="exactly one added line"):
+        edit(patch, "ctx", "other")  # a context line is not an added line
+    record = {"patches": [{"patch": "0001-a.patch", "gates": [
+        {"gate": "tests", "status": "passed", "cached": False, "duration": 12.34,
+         "details": {"groups": {"first": 3, "carried": 40, "left_out": 2},
+                     "base_on_demand": {"run": 1, "cached": 5, "carried": 2},
+                     "counts": {"passed": 43}}}]}]}  # fmt: skip
+    got = summarise(record)["0001-a.patch"]
+    assert (got["patched_ran"], got["patched_carried"], got["left_out"]) == (3, 40, 2)
+    assert (got["base_run"], got["base_cached"], got["base_carried"], got["seconds"]) == (1, 5, 2, 12.3)

@@ -8,11 +8,12 @@ the earlier patches' changes runs the same code on base + those patches as on th
 it leaves out executed no changed scope there either. A test is affected when it:
 
 - executed a line of a changed function (``function``);
-- executed any line of a file whose module-level code changed, or that is new or deleted
-  (``module``) — its import (``collect:``) counts for every test of its module;
+- executed any line of a file whose module-level code changed, or that is deleted (``module``) —
+  its import (``collect:``) counts for every test of its module;
 - lies in a test file the patch (or a patch it needs) changes or adds (``test-file``);
-- or when a change touches a file the map cannot speak for — not Python, or a ``conftest.py``:
-  then every test is (``everything``).
+- or when a change touches a file the map cannot speak for — not Python, a ``conftest.py``, or a
+  new or deleted module of an importable package (nobody executed it on the base, yet a registry,
+  a plugin scan or a ``try: import`` may load it by name): then every test is (``everything``).
 
 Only tests the map knows and proves unaffected are left out: a test the map does not know (new,
 or a parameter the patch adds) always runs.
@@ -41,16 +42,33 @@ def changes(base_read: Callable[[str], bytes | None], pre: Overlay, post: Overla
     out: dict[str, set[str]] = {}
     pairs = [(p, pre[p] if p in pre else base_read(p), post[p]) for p in post]
     pairs += [(p, base_read(p), pre[p]) for p in pre]
+
+    def exists(path: str) -> bool:  # in the base, or in the tree before or after the patch
+        return base_read(path) is not None or any(tree.get(path) is not None for tree in (pre, post))
+
     for path, old, new in pairs:
         if old == new:
             continue
-        name = path.rsplit("/", 1)[-1]
-        if not path.endswith(".py") or name == "conftest.py":
-            scopes = {EVERYTHING}
-        else:
-            scopes = changed_scopes(_text(old), _text(new))
-        out.setdefault(path, set()).update(scopes)
+        out.setdefault(path, set()).update(scopes_of_change(path, old, new, exists))
     return out
+
+
+def scopes_of_change(
+    path: str, old: bytes | None, new: bytes | None, exists: Callable[[str], bool]
+) -> set[str]:
+    """The scopes of ``old`` a change of ``path`` touches. {EVERYTHING} where the map cannot speak:
+    a file that is not Python, a ``conftest.py``, and a module of an importable package (its folder
+    has an ``__init__.py``) that is new or deleted — on the older tree nobody executed it, yet code
+    may import it by name (a registry, a plugin scan, ``try: import``), so no test is proven
+    unaffected by it. A new or deleted test file is its own tests' (``test-file``)."""
+    name = path.rsplit("/", 1)[-1]
+    if not path.endswith(".py") or name == "conftest.py":
+        return {EVERYTHING}
+    if (old is None or new is None) and not is_test_file(path):
+        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        if folder and exists(f"{folder}/__init__.py"):
+            return {EVERYTHING}
+    return changed_scopes(_text(old), _text(new))
 
 
 @dataclass

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import timing
-from patchkit.audit import basesides, covermap
+from patchkit.audit import basesides, carry, covermap
 from patchkit.audit.affected import changes, split
 from patchkit.audit.basedemand import file_of_test
 from patchkit.audit.gates import Overlay
@@ -45,9 +45,13 @@ def patched_side(settings: TestSettings, pre: Overlay, post: Overlay, selection:
             info.update(first=_count(side), rest=0, left_out=0)
         return side, info if affected_only else None
     started = time.perf_counter()
-    chosen = split(maps, changes(lambda p: _base_bytes(settings.base_root / p), pre, post))
+    base_read = lambda p: _base_bytes(settings.base_root / p)  # noqa: E731
+    chosen = split(maps, changes(base_read, pre, post))
     info.update(known=chosen.known, why=chosen.why)
     later = chosen.unaffected
+    if affected_only and settings.use_cache:  # recorded under coverage: a later revision carries from it
+        return _recorded(settings, post, selection, env_info, work, who, progress, later, base_read,
+                         info, started)  # fmt: skip
     first = basesides.run_side(
         settings, post, selection, env_info, work, "patch", who, progress, (later, []), invert=True
     )
@@ -65,6 +69,31 @@ def patched_side(settings: TestSettings, pre: Overlay, post: Overlay, selection:
     return {**rest, **first}, info
 
 
+def _recorded(settings: TestSettings, post: Overlay, selection: list[str], env_info: dict, work: Path,
+              who: str, progress: Callable[..., None], later: list[str], base_read, info: dict,
+              started: float):  # fmt: skip
+    """``--select affected``: the affected tests, less those a recorded run of a tree that differs
+    from this one only in code they did not execute already gives (``audit/carry``), run under
+    coverage and recorded for the next revision."""
+    carried = carry.carry(settings, env_info, post, selection, base_read, exclude=set(later))
+    skip = sorted(set(later) | set(carried.outcomes))
+    run = covermap.measured(settings, env_info, post, selection, work, "patch", who, progress, (skip, []),
+                            invert=True, need_map=False)  # fmt: skip
+    if isinstance(run, NoReport):
+        first: dict | NoReport = run
+        info.update(first=0)
+    else:
+        fresh, fresh_maps, _ = run
+        carry.remember(settings, env_info, post, fresh_maps, fresh, carried)
+        first = {**carried.outcomes, **fresh}
+        info.update(first=len(fresh), recorded=bool(fresh_maps))
+    if carried.count:
+        info.update(carried=carried.count, carried_from=carried.sources)
+    info.update(rest=0, left_out=len(later))
+    _tell(who, info, started)
+    return first, info
+
+
 def _count(side) -> int:
     return len(side) if isinstance(side, dict) else 0
 
@@ -74,7 +103,8 @@ def _tell(who: str, info: dict, started: float) -> None:
     later = (
         f"left out {info['left_out']}" if info["select"] == "affected" else f"then the rest: {info['rest']}"
     )
-    detail = f"{who}: affected first: {info['first']} test(s) ({why}); {later}; map {info['map']}"
+    carried = f"; carried {info['carried']} from a recorded run" if info.get("carried") else ""
+    detail = f"{who}: affected first: {info['first']} test(s) ({why}){carried}; {later}; map {info['map']}"
     timing.record("tests.affected", time.perf_counter() - started, detail, started)
 
 
@@ -85,17 +115,21 @@ def _base_bytes(path: Path) -> bytes | None:
         return None
 
 
-def noted(summary: Message, groups: dict | None) -> Message:
-    """The gate's summary with what ``--select affected`` left out and why, and a map it had to
-    build or could not."""
+def noted(summary: Message, groups: dict | None, base: dict | None = None) -> Message:
+    """The gate's summary with what ``--select affected`` left out and why, a map it had to build
+    or could not, and the outcomes carried from a recorded run (``base``: the base side's counts)."""
     if not groups or groups.get("select") != "affected":
         return summary
     parts = list(summary.params.get("parts", []))
+    if (base or {}).get("carried"):
+        parts.append(Message("tests.part.carried-base", _carried_params(base)).to_dict())
     if groups.get("map") == "built":
         parts.append(Message("tests.part.map-built", {"count": groups.get("built_paths", 0)}).to_dict())
     if groups.get("map") == "failed":
         parts.append(Message("tests.part.map-failed", {"error": groups.get("error", "")}).to_dict())
-    elif groups.get("left_out"):
+    if groups.get("carried"):  # outcomes kept from a recorded run (audit/carry), and what changed since
+        parts.append(Message("tests.part.carried", _carried_params(groups)).to_dict())
+    if groups.get("map") != "failed" and groups.get("left_out"):
         why = [
             Message(f"tests.affected.{k}", {"count": v}).to_dict() for k, v in groups.get("why", {}).items()
         ]
@@ -103,3 +137,31 @@ def noted(summary: Message, groups: dict | None) -> Message:
                   "why": why or [Message("tests.affected.none").to_dict()]}  # fmt: skip
         parts.append(Message("tests.part.left-out", params).to_dict())
     return Message(summary.key, {**summary.params, "parts": parts})
+
+
+def _carried_params(counts: dict) -> dict:
+    sources = counts.get("carried_from", {})
+    changed = sorted({f for source in sources.values() for f in source.get("changed", [])})
+    return {"count": counts["carried"], "paths": len(sources), "changed": ", ".join(changed) or "-"}
+
+
+def carried_witness(groups: dict | None, base: dict | None):
+    """The evidence for carried outcomes: the recorded runs (coverage.py, a context per test) they
+    come from, per side; None when nothing was carried."""
+    from patchkit.audit.gates import witness
+
+    sides = [(side, counts) for side, counts in (("patched", groups or {}), ("base", base or {}))
+             if counts.get("carried")]  # fmt: skip
+    if not sides:
+        return None
+    told = "; ".join(
+        f"{side}: {counts['carried']} outcome(s) from recorded run(s) of "
+        + ", ".join(
+            f"{path} (tree {s['tree']}, changed since: {', '.join(s['changed']) or 'nothing'})"
+            for path, s in sorted(counts.get("carried_from", {}).items())
+        )  # fmt: skip
+        for side, counts in sides
+    )
+    paths = sorted({p for _, counts in sides for p in counts.get("carried_from", {})})
+    return witness("coverage.py (per-test contexts of a recorded run)", told, inputs=paths,
+                   counts={side: int(counts["carried"]) for side, counts in sides})  # fmt: skip

@@ -166,10 +166,12 @@ def under(test_id: str, path: str) -> bool:
 
 def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], demand: Demand, env_info: dict,
                 work: Path, progress: Callable[..., None], who: str = "",
-                patched: dict | None = None):  # fmt: skip
+                patched: dict | None = None, carried: Callable | None = None):  # fmt: skip
     """The base side on demand: the selected paths the cache holds in full (as the two-sided run
-    left them), then ``demand``'s files and tests, from the cache per file / per test or run here
-    in one pytest run. Returns (outcomes or NoReport, the paths cached in full, counts: run / cached)."""
+    left them), then ``demand``'s files and tests, from the cache per file / per test, from
+    ``carried`` (test ids -> (outcomes, where from): ``--select affected``'s recorded runs), or run
+    here in one pytest run. Returns (outcomes or NoReport, the paths cached in full, counts: run /
+    cached / carried)."""
     common = base_key(settings, pre, env_info)
     outcomes: dict[str, Outcome] = {}
     stats: Counter = Counter()
@@ -225,6 +227,13 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         return None
 
     missing = load(list(keys))
+    if carried is not None and (ids := {what for kind, what in missing if kind == "id"}):
+        got, sources = carried(ids)  # outcomes a recorded run proves unaffected (audit/carry)
+        if got:
+            outcomes.update(got)
+            stats["carried"] += len(got)
+            stats["carried_from"] = sources
+            missing = [(kind, what) for kind, what in missing if not (kind == "id" and what in got)]
     if not missing and not gone_in:
         return outcomes, whole, stats
     if settings.use_cache:

@@ -8,8 +8,11 @@ every Python process the run starts (a ``sitecustomize`` on PYTHONPATH calls
 ``coverage.process_startup()`` under ``COVERAGE_PROCESS_START``: the pytest process, pytest-xdist
 workers, the subprocesses a test spawns), and a pytest plugin that switches coverage's dynamic
 context to the test's JUnit id for its setup, call and teardown (fixtures included) and to
-``collect:<file>`` while a test module is imported; a subprocess inherits the context of the test
-that started it. The data files are combined and read by the test venv's own coverage.
+``collect:<file>`` while a test module is imported, and to ``fixture:<scope>:<node>`` while a
+fixture shared by several tests (class, module, package or session scope) is set up — it runs in
+the first test's setup only, yet every test of its scope depends on what it did; a subprocess
+inherits the context of the test that started it. The data files are combined and read by the test
+venv's own coverage.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from patchkit.audit.scopes import line_scopes
 from patchkit.audit.testselect import JUNIT_ID_SOURCE
 
 KIND = "audit-covermap"
-MAP_FORMAT = 1
+MAP_FORMAT = 2  # 2: a shared fixture's lines belong to every test of its scope
 COLLECT = "collect:"  # the context of a test module's import
+FIXTURE = "fixture:"  # the context of a shared (class, module, package, session) fixture's setup
 
 CONTEXT_PLUGIN = (
     """\
@@ -45,7 +49,11 @@ import pytest
     + JUNIT_ID_SOURCE
     + """
 
+_CURRENT = [""]
+
+
 def _switch(label):
+    _CURRENT[0] = label
     os.environ["PATCHKIT_COVERAGE_CONTEXT"] = label  # a subprocess the test starts inherits it
     cov = coverage.Coverage.current()
     if cov is not None:
@@ -57,6 +65,21 @@ def pytest_runtest_protocol(item, nextitem):
     _switch(_junit_id(item.nodeid))
     yield
     _switch("")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    # a fixture shared by several tests runs in the setup of the first of them only: its lines
+    # belong to every test of its scope (module, class: the file; package: the directory; session)
+    scope = getattr(fixturedef, "scope", "function")
+    shared = scope in ("class", "module", "package", "session")
+    before = _CURRENT[0]
+    if shared:
+        owner = "" if scope == "session" else getattr(request.node, "nodeid", "")
+        _switch(f"fixture:{scope}:{owner}")
+    yield
+    if shared:
+        _switch(before)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -160,37 +183,51 @@ def _extra(plugin: Path, data: Path, rc: Path) -> Callable[[Path], Extra]:
     return extra
 
 
+def measured(settings: TestSettings, env_info: dict, overlay: dict, paths: list[str], work: Path, label: str,
+             who: str, progress: Callable[..., None], only: tuple | None = None,
+             invert: bool = False, need_map: bool = True):  # fmt: skip
+    """One pytest run of ``paths`` on base + ``overlay`` under coverage, a context per test; (its
+    outcomes, one map per path with the scopes of that tree's files, files measured), or why there
+    are none (``need_map=False``: coverage's data unreadable gives the outcomes and no map)."""
+    plugin = work / f"{label}-plugin"
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / "patchkit_contexts.py").write_text(CONTEXT_PLUGIN, "utf-8")
+    (plugin / "sitecustomize.py").write_text(SITECUSTOMIZE, "utf-8")
+    rc, data = plugin / "coveragerc", plugin / "data"
+    outcomes = run_side(settings, overlay, paths, env_info, work, label, who, progress, only, invert,
+                        extra=_extra(plugin, data, rc))  # fmt: skip
+    if isinstance(outcomes, NoReport):
+        return outcomes
+    tree, raw_file = work / label, plugin / "map.json"
+    if not outcomes:  # nothing of the paths in this tree, or every test deselected
+        return outcomes, {p: {"tests": [], "files": {}} for p in paths}, 0
+    try:
+        proc = subprocess.run([settings.python, "-c", DUMP, str(rc), str(tree), str(raw_file)],
+                              capture_output=True, text=True, timeout=settings.test_timeout)  # fmt: skip
+        failed = proc.returncode != 0
+        raw = json.loads(raw_file.read_text("utf-8")) if not failed else {}
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        return NoReport(_no_map(str(exc))) if need_map else (outcomes, {}, 0)
+    if failed:
+        return NoReport(_no_map(proc.stderr.strip()[-300:])) if need_map else (outcomes, {}, 0)
+    maps = split(raw, list(outcomes), paths, lambda rel: _read(tree / rel))
+    return outcomes, maps, len(raw.get("files", {}))
+
+
 def build(settings: TestSettings, env_info: dict, paths: list[str], work: Path,
           progress: Callable[..., None], who: str) -> dict[str, dict] | NoReport:  # fmt: skip
     """Run ``paths`` on the bare base under coverage and cache one map per path; the maps, or why
     the run gave none."""
     started = time.perf_counter()
-    plugin = work / "covermap-plugin"
-    plugin.mkdir(parents=True, exist_ok=True)
-    (plugin / "patchkit_contexts.py").write_text(CONTEXT_PLUGIN, "utf-8")
-    (plugin / "sitecustomize.py").write_text(SITECUSTOMIZE, "utf-8")
-    rc, data = plugin / "coveragerc", plugin / "data"
-    outcomes = run_side(
-        settings, {}, paths, env_info, work, "covermap", who, progress, extra=_extra(plugin, data, rc)
-    )
-    if isinstance(outcomes, NoReport):
-        return outcomes
-    raw_file = plugin / "map.json"
-    try:
-        proc = subprocess.run([settings.python, "-c", DUMP, str(rc), str(work / "covermap"), str(raw_file)],
-                              capture_output=True, text=True, timeout=settings.test_timeout)  # fmt: skip
-        failed = proc.returncode != 0
-        raw = json.loads(raw_file.read_text("utf-8")) if not failed else {}
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        return NoReport(_no_map(str(exc)))
-    if failed:
-        return NoReport(_no_map(proc.stderr.strip()[-300:]))
-    maps = split(raw, list(outcomes), paths, lambda rel: _read(settings.base_root / rel))
+    run = measured(settings, env_info, {}, paths, work, "covermap", who, progress)
+    if isinstance(run, NoReport):
+        return run
+    outcomes, maps, measured_files = run
     for path, value in maps.items():
         value.update(format=MAP_FORMAT, base=settings.base_hash, environment=fingerprint(env_info))
         if settings.use_cache:
             cache.put_json(KIND, map_key(settings, env_info, path), value)
-    detail = f"{who}: {len(outcomes)} test(s) under coverage, {len(raw.get('files', {}))} file(s) measured"
+    detail = f"{who}: {len(outcomes)} test(s) under coverage, {measured_files} file(s) measured"
     timing.record("tests.covermap", time.perf_counter() - started, detail, started)
     return maps
 
@@ -206,6 +243,25 @@ def _read(path: Path) -> str | None:
         return path.read_text("utf-8", errors="replace")
     except OSError:
         return None
+
+
+def owners(label: str, by_file: dict[str, list[str]], test_ids: list[str]) -> list[str]:
+    """The tests a coverage context's lines belong to: a test's own; a module's import
+    (``collect:<file>``): every test of it; a shared fixture's setup (``fixture:<scope>:<node>``):
+    every test of its file (module, class), of its directory (package), or of the run (session)."""
+    if label.startswith(COLLECT):
+        return by_file.get(label[len(COLLECT) :], [])
+    if label.startswith(FIXTURE):
+        scope, _, node = label[len(FIXTURE) :].partition(":")
+        if scope == "session":
+            return list(test_ids)
+        where = node.split("::")[0]
+        if scope == "package":
+            folder = where[: -len("/__init__.py")] if where.endswith("/__init__.py") else where
+            folder = folder.rstrip("/") + "/"
+            return [t for f, ts in by_file.items() if f.startswith(folder) for t in ts]
+        return by_file.get(where, [])
+    return [label] if label else []
 
 
 def split(
@@ -225,13 +281,7 @@ def split(
         scopes = line_scopes(text, executed=True) if text is not None else None
         for index, lines in per_context.items():
             label = contexts[int(index)]
-            tests = (
-                by_file.get(label[len(COLLECT) :], [])
-                if label.startswith(COLLECT)
-                else [label]
-                if label
-                else []
-            )
+            tests = owners(label, by_file, test_ids)
             if not tests:
                 continue
             names = {scopes[n - 1] if scopes and 0 < n <= len(scopes) else "<module>" for n in lines}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit import affectedrun, basesides, testenv
+from patchkit.audit import affectedrun, basesides, carry, testenv
 from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
 from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
 from patchkit.audit.confirm import confirm_failures
@@ -171,10 +171,12 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         "base_path_seconds": path_seconds(base_side),
         "base_test_seconds": test_seconds(base_side),
     })  # fmt: skip
-    summary = affectedrun.noted(summary_message(cmp), details.get("groups"))
+    summary = affectedrun.noted(summary_message(cmp), details.get("groups"), stats)
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
     if stats.get("run") or stats.get("full") or stats.get("cached"):  # the base side as far as it ran
         evidence.insert(0, _pytest_witness(settings, env_info, selection, "base", cmp.base_counts))
+    if carried := affectedrun.carried_witness(details.get("groups"), stats):
+        evidence.append(carried)
     if hung:
         params = {
             "seconds": f"{settings.test_timeout:g}",
@@ -229,8 +231,10 @@ def _on_demand(settings: TestSettings, pre: Overlay, selection: list[str], whole
     whose base outcome is known, the counts the stage table and the record show)."""
     started = time.perf_counter()
     demand = base_demand(patch_side, whole)
+    carried = (lambda ids: carry.base_side(settings, env_info, pre, selection, ids)) if (
+        settings.select == "affected") else None  # fmt: skip
     base_side, cached_paths, counts = base_needed(settings, pre, selection, demand, env_info, work / "demand",
-                                                  progress, who, patch_side)  # fmt: skip
+                                                  progress, who, patch_side, carried)  # fmt: skip
     if isinstance(base_side, NoReport):
         return base_side, set(), {}
     known = {t for t in patch_side if demanded(t, demand) or any(under(t, p) for p in cached_paths)}
@@ -246,10 +250,13 @@ def _on_demand(settings: TestSettings, pre: Overlay, selection: list[str], whole
              "run": counts.get("run", 0), "cached": counts.get("cached", 0),
              "cached-paths": len(cached_paths),
              "not-needed": len(set(patch_side) - known), "full": len(selection) if rest else 0,
-             "saved_seconds": saved}  # fmt: skip
+             "saved_seconds": saved,
+             **({"carried": counts["carried"], "carried_from": counts["carried_from"]}
+                if counts.get("carried") else {})}  # fmt: skip
     detail = (f"{who}: patched {len(patch_side)} test(s); base {stats['run']} run (for a failure "
               f"{len(demand.ids)}, deleted/changed {demand.why.get('deleted-or-changed', 0)} file(s)), "
-              f"{stats['cached']} cached, {stats['not-needed']} not needed; ~{saved:.0f} s saved against "
+              f"{stats['cached']} cached, {stats.get('carried', 0)} carried, {stats['not-needed']} not "
+              f"needed; ~{saved:.0f} s saved against "
               "both sides in full (estimate: recorded durations)")  # fmt: skip
     timing.record("tests.base-on-demand", time.perf_counter() - started, detail, started)
     return base_side, known, stats
