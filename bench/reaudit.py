@@ -53,7 +53,10 @@ def summarise(record: dict) -> dict:
         out[patch["patch"]] = {
             "status": gate["status"],
             "cached": bool(gate.get("cached")),
-            "patched_ran": groups.get("first", sum((details.get("patched") or {}).values())),
+            # run here with the patch: both groups (affected first, then the rest), carried ones not
+            "patched_ran": groups["first"] + groups.get("rest", 0)
+            if "first" in groups
+            else sum((details.get("patched") or {}).values()),
             "patched_carried": groups.get("carried", 0),
             "left_out": groups.get("left_out", 0),
             "base_run": demand.get("run", 0),

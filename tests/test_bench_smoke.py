@@ -214,9 +214,11 @@ def test_reaudit_edits_exactly_one_added_line_and_reads_the_record() -> None:
         edit(patch, "ctx", "other")  # a context line is not an added line
     record = {"patches": [{"patch": "0001-a.patch", "gates": [
         {"gate": "tests", "status": "passed", "cached": False, "duration": 12.34,
-         "details": {"groups": {"first": 3, "carried": 40, "left_out": 2},
+         "details": {"groups": {"first": 3, "rest": 0, "carried": 40, "left_out": 2},
                      "base_on_demand": {"run": 1, "cached": 5, "carried": 2},
                      "counts": {"passed": 43}}}]}]}  # fmt: skip
     got = summarise(record)["0001-a.patch"]
     assert (got["patched_ran"], got["patched_carried"], got["left_out"]) == (3, 40, 2)
     assert (got["base_run"], got["base_cached"], got["base_carried"], got["seconds"]) == (1, 5, 2, 12.3)
+    record["patches"][0]["gates"][0]["details"]["groups"] = {"first": 3, "rest": 7}  # upstream, grouped
+    assert summarise(record)["0001-a.patch"]["patched_ran"] == 10
