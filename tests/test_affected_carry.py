@@ -4,22 +4,12 @@ gave them on the previous revision; the others run. A later patch's base side (b
 patch) carries the same way. Every carried count is said, and the verdicts and counts equal those
 of a run that carries nothing."""
 
-import sys
-from pathlib import Path
-
 import coverage  # noqa: F401 - the runs are recorded by coverage in the test interpreter ([test] extra)
 import pytest
-from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
+from fixtures.audit.builder import FAKE_TREE, audit_fake, file_diff, patch_text
 
 from patchkit import timing
 from patchkit.audit import carry
-from patchkit.audit.engine import AuditOptions, run_audit
-from patchkit.audit.gates.tests import TestSettings
-from patchkit.base.pin import tree_hash
-from patchkit.base.tree import BaseTree
-from patchkit.report.words import fill_words
-from patchkit.split.rules import load_rules
-from patchkit.values import Pin
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"
@@ -36,17 +26,7 @@ def limited(factor: int, limit: int = 10) -> str:
     return CALC.replace("return x * 2", f"return min(x * {factor}, LIMIT)") + f"\n\nLIMIT = {limit}\n"
 
 
-def audit(tmp_path: Path, patches: dict[str, str], select: str, name: str):
-    root = tmp_path / "base"
-    if not root.exists():
-        fake_base(root)
-    series = write_series(tmp_path / name, patches)
-    base, pin = BaseTree(root), Pin(source="path", path=str(root), tree_hash=tree_hash(root))
-    settings = TestSettings(python=sys.executable, base_root=root, base_hash=pin.tree_hash,
-                            test_timeout=120, select=select)  # fmt: skip
-    options = AuditOptions(gates=["apply", "tests"], jobs=1, settings={"tests": settings})
-    timing.reset()
-    return fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
+audit = audit_fake
 
 
 def gate_of(result, index=0):

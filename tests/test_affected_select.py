@@ -5,24 +5,15 @@ default (upstream CI's selection) runs every test, affected first once a map is 
 tests gate's cache key: an edit of one patch re-runs the tests of the patches that need it only."""
 
 import json
-import sys
-from pathlib import Path
 
 import coverage  # noqa: E402,F401 - the map is recorded by coverage in the interpreter the tests run with ([test] extra)
 import pytest
-from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
+from fixtures.audit.builder import FAKE_TREE, audit_fake, fake_base, file_diff, patch_text, write_series
 from typer.testing import CliRunner
 
 from patchkit import config, timing
 from patchkit.audit import covermap
-from patchkit.audit.engine import AuditOptions, run_audit
-from patchkit.audit.gates.tests import TestSettings
-from patchkit.base.pin import tree_hash
-from patchkit.base.tree import BaseTree
 from patchkit.cli import app
-from patchkit.report.words import fill_words
-from patchkit.split.rules import load_rules
-from patchkit.values import Pin
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"
@@ -37,17 +28,7 @@ def calc_patch(old: str, new: str) -> str:
     return patch_text(file_diff("vllm/calc.py", CALC, CALC.replace(old, new)), trailers=SIGN)
 
 
-def audit(tmp_path: Path, patches: dict[str, str], select: str, name: str = "series"):
-    root = tmp_path / "base"
-    if not root.exists():
-        fake_base(root)
-    series = write_series(tmp_path / name, patches)
-    base, pin = BaseTree(root), Pin(source="path", path=str(root), tree_hash=tree_hash(root))
-    settings = TestSettings(python=sys.executable, base_root=root, base_hash=pin.tree_hash,
-                            test_timeout=120, select=select)  # fmt: skip
-    options = AuditOptions(gates=["apply", "tests"], jobs=1, settings={"tests": settings})
-    timing.reset()
-    return fill_words(run_audit(series, base, pin, load_rules(FAKE_TREE / "domains.toml"), options))
+audit = audit_fake
 
 
 def gate_of(result, index=0):
