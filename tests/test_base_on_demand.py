@@ -240,3 +240,41 @@ def test_the_two_sided_reference_run_runs_the_base_in_full_and_agrees_with_base_
     assert {k: v for k, v in full.details["tests"].items() if k in failing} == failing  # same regressions
     assert full.details["counts"].get(ON_PATCH_ONLY, 0) == 0  # both sides ran: none is "with the patch only"
     assert full.details["counts"]["passed"] == on_demand.details["counts"][ON_PATCH_ONLY]
+
+
+def test_a_patched_run_is_the_base_side_of_the_patch_that_needs_it(tmp_path):
+    """0002 needs 0001, so its base is 0001's patched tree: 0002's base side takes test_scale's
+    outcome from 0001's patched run of that same tree, and runs no base of its own."""
+    from fixtures.audit.builder import audit_fake
+
+    one = CALC.replace("x * 2", "x * 3")  # breaks test_scale on the tree 0002 starts from
+    two = one.replace("x * 3", "x * 3  # three")  # needs 0001: its context is 0001's line
+    result = audit_fake(tmp_path, {"0001-x.patch": patch_text(file_diff("vllm/calc.py", CALC, one), trailers=SIGN),
+                                   "0002-y.patch": patch_text(file_diff("vllm/calc.py", one, two), trailers=SIGN)},
+                        "upstream")  # fmt: skip
+    first, second = (pa.gates[-1] for pa in result.patches)
+    assert result.patches[1].gates[0].details["needs"] == ["0001-x.patch"]
+    assert first.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]
+    assert first.details["base_on_demand"]["run"] == 1  # the base (no patch) of test_scale, run
+    stats = second.details["base_on_demand"]
+    assert stats["run"] == 0 and stats["shared_paths"] == {"patched run of 0001-x.patch": 1}
+    # checked by hand: test_scale fails on 0001's tree and with 0002, so it is still failing there
+    assert second.details["tests"]["still-failing"] == ["tests.test_calc::test_scale"]
+    assert second.status == "passed" and not second.details["tests"].get("regressed")
+    bases = [s for s in timing.stages() if s.name == "tests.pytest.base"]
+    assert [s.detail.split(":")[0] for s in bases] == ["0001-x.patch"]  # 0002 ran no base
+    [told] = [s.detail for s in timing.stages() if s.name == "tests.base-on-demand" and "0002" in s.detail]
+    assert "whole path(s) 1 from the patched run of 0001-x.patch" in told
+    [base] = [e for e in second.evidence if e.tool == "pytest (base)"]  # the outcome it classified by
+    assert "1 failed" in base.outcome and "from the patched run of 0001-x.patch" in base.outcome
+
+
+def test_a_patch_that_provides_anothers_base_starts_first():
+    from types import SimpleNamespace
+
+    from patchkit.audit.shardplan import providers_first
+
+    a, b, c = (SimpleNamespace(name=n, index=i, declared_needs=d) for i, (n, d) in
+               enumerate([("0001", []), ("0002", []), ("0003", ["0001"])]))  # fmt: skip
+    assert [p.name for p in providers_first([c, b, a], [a, b, c], None)] == ["0001", "0003", "0002"]
+    assert [p.name for p in providers_first([b, a, c], [a, b, c], None)] == ["0002", "0001", "0003"]

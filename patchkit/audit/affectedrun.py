@@ -41,6 +41,7 @@ def patched_side(settings: TestSettings, pre: Overlay, post: Overlay, selection:
             info.update(map="built", built_paths=len(missing))
     if len(maps) < len(selection):
         side = basesides.run_side(settings, post, selection, env_info, work, "patch", who, progress)
+        basesides.record_as_base(settings, post, selection, env_info, side, who)
         if affected_only:
             info.update(first=_count(side), rest=0, left_out=0)
         return side, info if affected_only else None
@@ -56,6 +57,8 @@ def patched_side(settings: TestSettings, pre: Overlay, post: Overlay, selection:
         settings, post, selection, env_info, work, "patch", who, progress, (later, []), invert=True
     )
     info["first"] = _count(first)
+    if not affected_only and not later:  # the first group was the whole selection
+        basesides.record_as_base(settings, post, selection, env_info, first, who)
     if isinstance(first, NoReport) or affected_only or not later:
         info.update(rest=0, left_out=len(later) if affected_only else 0)
         _tell(who, info, started)
@@ -66,7 +69,9 @@ def patched_side(settings: TestSettings, pre: Overlay, post: Overlay, selection:
     _tell(who, info, started)
     if isinstance(rest, NoReport):
         return rest, info
-    return {**rest, **first}, info
+    whole = {**rest, **first}  # every test of every selected path: a run of base + post
+    basesides.record_as_base(settings, post, selection, env_info, whole, who)
+    return whole, info
 
 
 def _recorded(settings: TestSettings, post: Overlay, selection: list[str], env_info: dict, work: Path,

@@ -158,6 +158,29 @@ def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: d
     return outcomes, len(from_cache)
 
 
+def record_as_base(settings: TestSettings, tree: Overlay, paths: list[str], env_info: dict, outcomes,
+                   who: str) -> int:  # fmt: skip
+    """A patched run is a run of base + ``tree``: the base side of every patch whose earlier
+    patches make that same tree (0004 needs 0001, so 0001's patched tree is 0004's base). Its
+    outcomes per selected path go under the key the base side reads (``base_key`` of ``tree``), with
+    where they came from; a path already held is left as it is. Returns how many paths it wrote.
+    Only a run of whole paths counts (``outcomes_by_path``), never a part of a selection."""
+    if not settings.use_cache or not isinstance(outcomes, dict):
+        return 0
+    by_path = outcomes_by_path(outcomes, paths)
+    if by_path is None:
+        return 0
+    common = base_key(settings, tree, env_info)
+    wrote = 0
+    for path, mine in by_path.items():
+        key = _digest("baseline-path", *common, path)
+        if cache.get_json("audit-baseline", key) is None:
+            record = {"outcomes": {t: vars(o) for t, o in mine.items()}, "from": f"patched run of {who}"}
+            cache.put_json("audit-baseline", key, record)
+            wrote += 1
+    return wrote
+
+
 def under(test_id: str, path: str) -> bool:
     """Whether a JUnit test id lies in a selected path (a test file or a directory)."""
     module = (path[:-3] if path.endswith(".py") else path.rstrip("/")).replace("/", ".")
@@ -180,6 +203,9 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         if (hit := cache.get_json("audit-baseline", _digest("baseline-path", *common, path))) is not None:
             outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
             whole.append(path)
+            if isinstance(source := hit.get("from"), str):  # another patch's patched run of this tree
+                shared = stats.setdefault("shared", {})
+                shared[source] = shared.get(source, 0) + 1
     # the base's tests in the test files the patch changes that are gone with it (``basedemand.gone``)
     # run in the same base run as the rest, its plugin choosing them at collection: one pytest process
     # and one vLLM import, not a collection first

@@ -19,6 +19,7 @@ from patchkit import cache, timing
 from patchkit.audit.basedemand import file_of_test
 from patchkit.audit.basesides import base_key, materialise
 from patchkit.audit.gates import PatchUnderAudit, SeriesState
+from patchkit.audit.gates.apply import applies, needed_patches
 from patchkit.audit.gates.tests import selection_for, tree_predicates
 from patchkit.audit.pytestrun import TestSettings, collect_ids, environment
 from patchkit.audit.testplan import (
@@ -65,6 +66,37 @@ def longest_first(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudi
     weight = {name: sum(durations.get(f, 0.0) / uses[f] * _share(f, settings, durations) for f in chosen)
               for name, chosen in files.items()}  # fmt: skip
     return sorted(patches, key=lambda p: (-weight.get(p.name, 0.0), p.index))
+
+
+def providers_first(order: list[PatchUnderAudit], patches: list[PatchUnderAudit], base: BaseTree) -> list[PatchUnderAudit]:
+    """``order`` with every patch after the patches its base side is made of (split.json's
+    ``depends_on``; else what the apply gate computes: none when it applies alone). The patched run
+    of a patch is the base side of the patches that need it (``basesides.record_as_base``: 0004's
+    base is 0001's patched tree), so the one that provides it starts first; the rest keeps its
+    order."""
+    by_name = {p.name: p for p in order}
+    out: list[PatchUnderAudit] = []
+    seen: set[str] = set()
+
+    def providers(patch: PatchUnderAudit) -> list[str]:
+        if patch.declared_needs is not None:
+            return list(patch.declared_needs)
+        if applies(base, [patch]) is None:
+            return []
+        return needed_patches(base, patch, patches[: patch.index])
+
+    def emit(patch: PatchUnderAudit) -> None:
+        if patch.name in seen:
+            return
+        seen.add(patch.name)
+        for name in providers(patch):
+            if name in by_name:
+                emit(by_name[name])
+        out.append(patch)
+
+    for patch in order:
+        emit(patch)
+    return out
 
 
 def _share(path: str, settings: TestSettings, durations: dict[str, float]) -> float:

@@ -173,8 +173,10 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
     })  # fmt: skip
     summary = affectedrun.noted(summary_message(cmp), details.get("groups"), stats)
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
-    if stats.get("run") or stats.get("full") or stats.get("cached"):  # the base side as far as it ran
-        evidence.insert(0, _pytest_witness(settings, env_info, selection, "base", cmp.base_counts))
+    if stats.get("run") or stats.get("full") or stats.get("cached") or stats.get("cached-paths"):
+        # the base side as far as it ran, here or in a cached run of the same tree
+        base = _pytest_witness(settings, env_info, selection, "base", cmp.base_counts, _shared(stats))
+        evidence.insert(0, base)
     if carried := affectedrun.carried_witness(details.get("groups"), stats):
         evidence.append(carried)
     if hung:
@@ -252,21 +254,30 @@ def _on_demand(settings: TestSettings, pre: Overlay, selection: list[str], whole
              "not-needed": len(set(patch_side) - known), "full": len(selection) if rest else 0,
              "saved_seconds": saved,
              **({"carried": counts["carried"], "carried_from": counts["carried_from"]}
-                if counts.get("carried") else {})}  # fmt: skip
+                if counts.get("carried") else {}),
+             **({"shared_paths": dict(counts["shared"])} if counts.get("shared") else {})}  # fmt: skip
     detail = (f"{who}: patched {len(patch_side)} test(s); base {stats['run']} run (for a failure "
               f"{len(demand.ids)}, deleted/changed {demand.why.get('deleted-or-changed', 0)} file(s)), "
               f"{stats['cached']} cached, {stats.get('carried', 0)} carried, {stats['not-needed']} not "
-              f"needed; ~{saved:.0f} s saved against "
+              f"needed{_shared(stats)}; ~{saved:.0f} s saved against "
               "both sides in full (estimate: recorded durations)")  # fmt: skip
     timing.record("tests.base-on-demand", time.perf_counter() - started, detail, started)
     return base_side, known, stats
 
 
+def _shared(stats: dict) -> str:
+    """The selected paths whose base side another patch's patched run of the same tree gave."""
+    shared = stats.get("shared_paths") or {}
+    told = ", ".join(f"{n} from the {source}" for source, n in sorted(shared.items()))
+    return f"; whole path(s) {told}" if told else ""
+
+
 def _pytest_witness(
-    settings: TestSettings, env_info: dict, selection: list[str], side: str, counts
+    settings: TestSettings, env_info: dict, selection: list[str], side: str, counts, note: str = ""
 ) -> Evidence:
-    """One pytest run (a side) as evidence: its interpreter, its own outcome counts."""
-    told = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no test"
+    """One pytest run (a side) as evidence: its interpreter, its own outcome counts (``note``: where
+    a part of it came from)."""
+    told = (", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no test") + note
     return witness(f"pytest ({side})", told, version=str(env_info.get("pytest") or ""),
                    command=[settings.python, "-m", "pytest", "--junitxml={report}", "{selection}"],
                    inputs=selection, counts={k: int(v) for k, v in counts.items()})  # fmt: skip
