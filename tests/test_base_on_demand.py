@@ -249,9 +249,9 @@ def test_a_patched_run_is_the_base_side_of_the_patch_that_needs_it(tmp_path):
 
     one = CALC.replace("x * 2", "x * 3")  # breaks test_scale on the tree 0002 starts from
     two = one.replace("x * 3", "x * 3  # three")  # needs 0001: its context is 0001's line
-    result = audit_fake(tmp_path, {"0001-x.patch": patch_text(file_diff("vllm/calc.py", CALC, one), trailers=SIGN),
-                                   "0002-y.patch": patch_text(file_diff("vllm/calc.py", one, two), trailers=SIGN)},
-                        "upstream")  # fmt: skip
+    series = {"0001-x.patch": patch_text(file_diff("vllm/calc.py", CALC, one), trailers=SIGN),
+              "0002-y.patch": patch_text(file_diff("vllm/calc.py", one, two), trailers=SIGN)}  # fmt: skip
+    result = audit_fake(tmp_path, series, "upstream")
     first, second = (pa.gates[-1] for pa in result.patches)
     assert result.patches[1].gates[0].details["needs"] == ["0001-x.patch"]
     assert first.details["tests"]["regressed"] == ["tests.test_calc::test_scale"]

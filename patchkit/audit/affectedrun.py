@@ -46,7 +46,7 @@ def patched_side(settings: TestSettings, pre: Overlay, post: Overlay, selection:
             info.update(first=_count(side), rest=0, left_out=0)
         return side, info if affected_only else None
     started = time.perf_counter()
-    base_read = lambda p: _base_bytes(settings.base_root / p)  # noqa: E731
+    base_read = basesides.base_reader(settings.base_root)
     chosen = split(maps, changes(base_read, pre, post))
     info.update(known=chosen.known, why=chosen.why)
     later = chosen.unaffected
@@ -111,13 +111,6 @@ def _tell(who: str, info: dict, started: float) -> None:
     carried = f"; carried {info['carried']} from a recorded run" if info.get("carried") else ""
     detail = f"{who}: affected first: {info['first']} test(s) ({why}){carried}; {later}; map {info['map']}"
     timing.record("tests.affected", time.perf_counter() - started, detail, started)
-
-
-def _base_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
 
 
 def noted(summary: Message, groups: dict | None, base: dict | None = None) -> Message:

@@ -44,12 +44,25 @@ def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
     write_over(dest, overlay)
 
 
-def _digest(*parts: object) -> str:
+def key_digest(*parts: object) -> str:
+    """A cache key: the sha256 of ``parts`` as sorted JSON (the base side's and ``carry``'s)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def base_reader(root: Path) -> Callable[[str], bytes | None]:
+    """A file of the base tree at ``root`` by relative path; None where it does not exist."""
+
+    def read(path: str) -> bytes | None:
+        try:
+            return (root / path).read_bytes()
+        except OSError:
+            return None
+
+    return read
+
+
 def overlay_digest(overlay: Overlay) -> str:
-    return _digest(
+    return key_digest(
         sorted((p, hashlib.sha256(d).hexdigest() if d is not None else None) for p, d in overlay.items())
     )
 
@@ -96,10 +109,10 @@ def baseline(settings: TestSettings, pre: Overlay, tests: list[str], env_info: d
     patches whose selections overlap (and runs after them) run a shared path on the base once.
     Returns (outcomes or NoReport, how many of the paths came from the cache)."""
     common = base_key(settings, pre, env_info)
-    whole = _digest("baseline", *common, tests)
+    whole = key_digest("baseline", *common, tests)
     if settings.use_cache and (hit := cache.get_json("audit-baseline", whole)) is not None:
         return {t: Outcome(**o) for t, o in hit["outcomes"].items()}, len(tests)
-    keys = {t: _digest("baseline-path", *common, t) for t in tests}
+    keys = {t: key_digest("baseline-path", *common, t) for t in tests}
     outcomes: dict[str, Outcome] = {}
     from_cache: list[str] = []
 
@@ -173,7 +186,7 @@ def record_as_base(settings: TestSettings, tree: Overlay, paths: list[str], env_
     common = base_key(settings, tree, env_info)
     wrote = 0
     for path, mine in by_path.items():
-        key = _digest("baseline-path", *common, path)
+        key = key_digest("baseline-path", *common, path)
         if cache.get_json("audit-baseline", key) is None:
             record = {"outcomes": {t: vars(o) for t, o in mine.items()}, "from": f"patched run of {who}"}
             cache.put_json("audit-baseline", key, record)
@@ -200,7 +213,7 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
     stats: Counter = Counter()
     whole: list[str] = []
     for path in selection if settings.use_cache else []:
-        if (hit := cache.get_json("audit-baseline", _digest("baseline-path", *common, path))) is not None:
+        if (hit := cache.get_json("audit-baseline", key_digest("baseline-path", *common, path))) is not None:
             outcomes.update({t: Outcome(**o) for t, o in hit["outcomes"].items()})
             whole.append(path)
             if isinstance(source := hit.get("from"), str):  # another patch's patched run of this tree
@@ -214,8 +227,8 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
     files = [f for f in demand.files if not any(under(f[:-3].replace("/", "."), p) for p in whole)]
     ids = [t for t in demand.ids if not any(under(t, p) for p in whole)]
     stats["cached"] += len(demand.ids) - len(ids) + len(demand.files) - len(files)
-    keys = {**{("id", t): _digest("baseline-test", *common, t) for t in ids},
-            **{("file", f): _digest("baseline-file", *common, f) for f in files}}  # fmt: skip
+    keys = {**{("id", t): key_digest("baseline-test", *common, t) for t in ids},
+            **{("file", f): key_digest("baseline-file", *common, f) for f in files}}  # fmt: skip
 
     def load(wanted: list[tuple[str, str]]) -> list[tuple[str, str]]:
         left = []
@@ -242,7 +255,7 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
         lost = sorted(t for t in fresh if file_of_test(t) in gone_in and t not in (patched or {}))
         demand.ids = sorted(set(demand.ids) | set(lost))  # run for the patch's sake, as a failure's are
         for test_id in lost if settings.use_cache else []:
-            key = _digest("baseline-test", *common, test_id)
+            key = key_digest("baseline-test", *common, test_id)
             cache.put_json("audit-baseline", key, {"outcomes": {test_id: vars(fresh[test_id])}})
         ran = set(only[0]) | {t for t in fresh if any(under(t, f) for f in only[1])} | set(lost)
         stats["run"] += len(ran)

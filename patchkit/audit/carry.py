@@ -21,22 +21,20 @@ record is checksummed in the cache; a corrupt or foreign record is a miss (the t
 from __future__ import annotations
 
 import base64
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from patchkit import cache
 from patchkit.audit.affected import scopes_of_change, split
-from patchkit.audit.basesides import base_key, overlay_digest
+from patchkit.audit.basesides import base_key, base_reader, overlay_digest
+from patchkit.audit.basesides import key_digest as _key
+from patchkit.audit.gates import Overlay
 from patchkit.audit.pytestrun import TestSettings
 from patchkit.audit.testselect import Outcome
 
 RECORD, INDEX, TREE = "audit-carry", "audit-carry-index", "audit-carry-tree"
 FORMAT = 1
 KEEP = 6  # recorded trees kept per path (the newest)
-
-Overlay = dict[str, bytes | None]
 
 
 @dataclass
@@ -50,10 +48,6 @@ class Carried:
     @property
     def count(self) -> int:
         return len(self.outcomes)
-
-
-def _key(*parts: object) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _common(settings: TestSettings, env_info: dict) -> tuple:
@@ -108,12 +102,12 @@ def remember(settings: TestSettings, env_info: dict, overlay: Overlay, maps: dic
         return
     common, digest = _common(settings, env_info), overlay_digest(overlay)
     cache.put_json(TREE, _key(common, "tree", digest), {"files": _encode(overlay)})
+    known = {**{t: vars(o) for t, o in (carried.outcomes if carried else {}).items()},
+             **{t: vars(o) for t, o in outcomes.items()}}  # fmt: skip
     for path, value in maps.items():
         mine = measured_only(value)
         if carried is not None and path in carried.maps:
             mine = merge(mine, carried.maps[path])
-        known = {**{t: vars(o) for t, o in (carried.outcomes if carried else {}).items()},
-                 **{t: vars(o) for t, o in outcomes.items()}}  # fmt: skip
         record = {**mine, "format": FORMAT, "tree": digest,
                   "outcomes": {t: known[t] for t in mine["tests"] if t in known}}  # fmt: skip
         cache.put_json(RECORD, _key(common, "record", path, digest), record)
@@ -184,12 +178,5 @@ def carry(settings: TestSettings, env_info: dict, overlay: Overlay, paths: list[
 def base_side(settings: TestSettings, env_info: dict, pre: Overlay, selection: list[str],
               ids: set[str]) -> tuple[dict[str, Outcome], dict[str, dict]]:  # fmt: skip
     """The base side's carried outcomes of the demanded ``ids`` on base + ``pre``, and where from."""
-
-    def read(path: str) -> bytes | None:
-        try:
-            return (settings.base_root / path).read_bytes()
-        except OSError:
-            return None
-
-    got = carry(settings, env_info, pre, selection, read, wanted=ids.__contains__)
+    got = carry(settings, env_info, pre, selection, base_reader(settings.base_root), wanted=ids.__contains__)
     return got.outcomes, got.sources

@@ -68,7 +68,9 @@ def longest_first(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudi
     return sorted(patches, key=lambda p: (-weight.get(p.name, 0.0), p.index))
 
 
-def providers_first(order: list[PatchUnderAudit], patches: list[PatchUnderAudit], base: BaseTree) -> list[PatchUnderAudit]:
+def providers_first(
+    order: list[PatchUnderAudit], patches: list[PatchUnderAudit], base: BaseTree
+) -> list[PatchUnderAudit]:
     """``order`` with every patch after the patches its base side is made of (split.json's
     ``depends_on``; else what the apply gate computes: none when it applies alone). The patched run
     of a patch is the base side of the patches that need it (``basesides.record_as_base``: 0004's
