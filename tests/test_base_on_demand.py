@@ -278,3 +278,6 @@ def test_a_patch_that_provides_anothers_base_starts_first():
                enumerate([("0001", []), ("0002", []), ("0003", ["0001"])]))  # fmt: skip
     assert [p.name for p in providers_first([c, b, a], [a, b, c], None)] == ["0001", "0003", "0002"]
     assert [p.name for p in providers_first([b, a, c], [a, b, c], None)] == ["0002", "0001", "0003"]
+    # two jobs start at once: 0003 does not start beside 0001, whose patched run is its base
+    assert [p.name for p in providers_first([c, b, a], [a, b, c], None, 2)] == ["0001", "0002", "0003"]
+    assert [p.name for p in providers_first([c, a], [a, b, c], None, 2)] == ["0001", "0003"]  # none else

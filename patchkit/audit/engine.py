@@ -236,7 +236,7 @@ def run_audit(
     order = chosen  # the longest recorded tests first: the last patch to start is a short one
     if "tests" in options.gates and options.jobs > 1 and options.settings.get("tests") is not None:
         order = shardplan.longest_first(series_dir, base, chosen, states, options.settings["tests"])
-        order = shardplan.providers_first(order, patches, base)
+        order = shardplan.providers_first(order, patches, base, options.jobs)
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         running = {p.name: pool.submit(audit_one, p) for p in order}
         audits = [running[p.name].result() for p in chosen]  # the record in series order

@@ -69,16 +69,15 @@ def longest_first(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudi
 
 
 def providers_first(
-    order: list[PatchUnderAudit], patches: list[PatchUnderAudit], base: BaseTree
+    order: list[PatchUnderAudit], patches: list[PatchUnderAudit], base: BaseTree, jobs: int = 1
 ) -> list[PatchUnderAudit]:
     """``order`` with every patch after the patches its base side is made of (split.json's
     ``depends_on``; else what the apply gate computes: none when it applies alone). The patched run
     of a patch is the base side of the patches that need it (``basesides.record_as_base``: 0004's
-    base is 0001's patched tree), so the one that provides it starts first; the rest keeps its
-    order."""
+    base is 0001's patched tree), so the one that provides it starts first, and the patches that
+    need it do not start beside it (the first ``jobs`` start at once) where another can; the rest
+    keeps its order."""
     by_name = {p.name: p for p in order}
-    out: list[PatchUnderAudit] = []
-    seen: set[str] = set()
 
     def providers(patch: PatchUnderAudit) -> list[str]:
         if patch.declared_needs is not None:
@@ -87,18 +86,26 @@ def providers_first(
             return []
         return needed_patches(base, patch, patches[: patch.index])
 
+    needs = {p.name: [n for n in providers(p) if n in by_name] for p in order}
+    out: list[PatchUnderAudit] = []
+    seen: set[str] = set()
+
     def emit(patch: PatchUnderAudit) -> None:
         if patch.name in seen:
             return
         seen.add(patch.name)
-        for name in providers(patch):
-            if name in by_name:
-                emit(by_name[name])
+        for name in needs[patch.name]:
+            emit(by_name[name])
         out.append(patch)
 
     for patch in order:
         emit(patch)
-    return out
+    first: list[PatchUnderAudit] = []
+    later: list[PatchUnderAudit] = []
+    for patch in out:
+        started = {p.name for p in first}
+        (first if len(first) < jobs and not started & set(needs[patch.name]) else later).append(patch)
+    return first + later
 
 
 def _share(path: str, settings: TestSettings, durations: dict[str, float]) -> float:
