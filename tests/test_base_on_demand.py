@@ -269,10 +269,13 @@ def test_a_patched_run_is_the_base_side_of_the_patch_that_needs_it(tmp_path):
     assert "1 failed" in base.outcome and "from the patched run of 0001-x.patch" in base.outcome
 
 
-def test_a_patch_that_provides_anothers_base_starts_first():
+def test_a_patch_that_provides_anothers_base_starts_first(monkeypatch):
     from types import SimpleNamespace
 
+    from patchkit.audit import shardplan
     from patchkit.audit.shardplan import providers_first
+
+    monkeypatch.setattr(shardplan, "applies", lambda base, patches: None)  # 0001, 0002 apply alone
 
     a, b, c = (SimpleNamespace(name=n, index=i, declared_needs=d) for i, (n, d) in
                enumerate([("0001", []), ("0002", []), ("0003", ["0001"])]))  # fmt: skip

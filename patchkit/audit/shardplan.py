@@ -19,7 +19,7 @@ from patchkit import cache, timing
 from patchkit.audit.basedemand import file_of_test
 from patchkit.audit.basesides import base_key, materialise
 from patchkit.audit.gates import PatchUnderAudit, SeriesState
-from patchkit.audit.gates.apply import applies, needed_patches
+from patchkit.audit.gates.apply import applies, patch_needs
 from patchkit.audit.gates.tests import selection_for, tree_predicates
 from patchkit.audit.pytestrun import TestSettings, collect_ids, environment
 from patchkit.audit.testplan import (
@@ -79,12 +79,9 @@ def providers_first(
     keeps its order."""
     by_name = {p.name: p for p in order}
 
-    def providers(patch: PatchUnderAudit) -> list[str]:
-        if patch.declared_needs is not None:
-            return list(patch.declared_needs)
-        if applies(base, [patch]) is None:
-            return []
-        return needed_patches(base, patch, patches[: patch.index])
+    def providers(patch: PatchUnderAudit) -> list[str]:  # the apply gate's rule; applied only if needed
+        alone = None if patch.declared_needs else applies(base, [patch])
+        return patch_needs(base, patch, patches[: patch.index], alone)[0]
 
     needs = {p.name: [n for n in providers(p) if n in by_name] for p in order}
     out: list[PatchUnderAudit] = []
@@ -103,8 +100,8 @@ def providers_first(
     first: list[PatchUnderAudit] = []
     later: list[PatchUnderAudit] = []
     for patch in out:
-        started = {p.name for p in first}
-        (first if len(first) < jobs and not started & set(needs[patch.name]) else later).append(patch)
+        beside = any(p.name in needs[patch.name] for p in first)
+        (first if len(first) < jobs and not beside else later).append(patch)
     return first + later
 
 

@@ -75,16 +75,22 @@ def needed_patches(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUn
     return [p.name for p in needed]
 
 
+def patch_needs(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUnderAudit],
+                alone_error: str | None) -> tuple[list[str], str]:  # fmt: skip
+    """The earlier patches ``patch`` needs and where that comes from: split.json's depends_on
+    (textual and semantic needs alike), else computed — none when it applies alone
+    (``alone_error`` None; not read when split.json declares them)."""
+    if patch.declared_needs:
+        return list(patch.declared_needs), "split.json"
+    return (needed_patches(base, patch, earlier) if alone_error is not None else []), "computed"
+
+
 def apply_gate(
     base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState
 ) -> GateResult:
     started = time.perf_counter()
     alone_error = applies(base, [patch])
-    if patch.declared_needs:  # split.json's depends_on: textual and semantic needs alike
-        needs, needs_from = patch.declared_needs, "split.json"
-    else:
-        needs = needed_patches(base, patch, earlier) if alone_error is not None else []
-        needs_from = "computed"
+    needs, needs_from = patch_needs(base, patch, earlier, alone_error)
     details = {
         "alone": "applies" if alone_error is None else "does not apply",
         "alone_error": alone_error,
