@@ -284,3 +284,25 @@ def test_a_patch_that_provides_anothers_base_starts_first(monkeypatch):
     # two jobs start at once: 0003 does not start beside 0001, whose patched run is its base
     assert [p.name for p in providers_first([c, b, a], [a, b, c], None, 2)] == ["0001", "0002", "0003"]
     assert [p.name for p in providers_first([c, a], [a, b, c], None, 2)] == ["0001", "0003"]  # none else
+
+
+def test_a_chain_of_needs_shares_each_base_with_the_patch_before(tmp_path):
+    """The class, not the one pair: 0003 needs 0002, which needs 0001; so 0003's base (base + 0001 +
+    0002) is 0002's patched tree and 0002's is 0001's. Neither runs a base of its own."""
+    from fixtures.audit.builder import audit_fake
+
+    one = CALC.replace("x * 2", "x * 3")
+    two = one.replace("x * 3", "x * 3  # three")
+    three = two.replace("# three", "# three, on purpose")
+    series = {"0001-x.patch": patch_text(file_diff("vllm/calc.py", CALC, one), trailers=SIGN),
+              "0002-y.patch": patch_text(file_diff("vllm/calc.py", one, two), trailers=SIGN),
+              "0003-z.patch": patch_text(file_diff("vllm/calc.py", two, three), trailers=SIGN)}  # fmt: skip
+    result = audit_fake(tmp_path, series, "upstream")
+    gates = [pa.gates[-1] for pa in result.patches]
+    assert result.patches[2].gates[0].details["needs"] == ["0001-x.patch", "0002-y.patch"]
+    for gate, provider in zip(gates[1:], ("0001-x.patch", "0002-y.patch")):
+        stats = gate.details["base_on_demand"]
+        assert stats["run"] == 0 and stats["shared_paths"] == {f"patched run of {provider}": 1}
+        assert gate.details["tests"]["still-failing"] == ["tests.test_calc::test_scale"]  # by hand
+    bases = [s for s in timing.stages() if s.name == "tests.pytest.base"]
+    assert [s.detail.split(":")[0] for s in bases] == ["0001-x.patch"]
