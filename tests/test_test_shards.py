@@ -73,12 +73,12 @@ def project(tmp_path, monkeypatch):
     return root, series, rules
 
 
-def _audit(project, shard=None):
+def _audit(project, shard=None, gates=("apply", "dco", "tests")):
     root, series, rules = project
     pin = Pin(source="path", path=str(root), tree_hash=tree_hash(root))
     settings = TestSettings(python=sys.executable, base_root=root, base_hash=pin.tree_hash, test_timeout=120,
                             use_cache=False)  # fmt: skip
-    options = AuditOptions(gates=["apply", "dco", "tests"], jobs=1, use_cache=False, shard=shard,
+    options = AuditOptions(gates=list(gates), jobs=1, use_cache=False, shard=shard,
                            settings={"tests": settings})  # fmt: skip
     return fill_words(run_audit(series, BaseTree(root), pin, load_rules(rules), options))
 
@@ -123,6 +123,46 @@ def test_merged_shards_equal_the_unsharded_audit_minus_timings(project, tmp_path
     differences = list(_diff(_normal(json.loads(json.dumps(merged.to_dict()))), _normal(expected)))
     assert not differences, "\n".join(differences[:20])
     assert merged.verdict == whole.verdict
+
+
+def test_a_patchs_other_gates_run_on_one_shard_and_the_merge_finishes_its_guide(project, tmp_path):
+    """The lint-like gates of the patch at index k run on shard k % N + 1 only (every shard runs its
+    apply check); the merge takes each from the shard that ran it and finishes the guide from them:
+    the F821 finding of ruff, which only that shard saw, is in the merged guide and the series lead
+    as in the unsharded record."""
+    root, series, rules = project
+    undefined = file_diff("vllm/hub.py", None, "def hub() -> Registry:\n    return None\n")  # F821
+    (series / "0002-hub.patch").write_text(patch_text(undefined, trailers=SIGN))
+    gates = ("apply", "ruff", "dco", "tests")
+    whole = _audit(project, gates=gates)
+    ruff = next(g for g in whole.patches[1].gates if g.gate == "ruff")
+    assert ruff.status == "failed" and "F821" in json.dumps(ruff.details)
+    kinds = [f["kind"] for f in whole.patches[1].guide["findings"]]
+    assert "undefined-name" in kinds  # the gate's finding, added when the guide is finished
+    for i in (1, 2):
+        part = _audit(project, (i, 2), gates)
+        for k, pa in enumerate(part.patches):
+            by_gate = {g.gate: g for g in pa.gates}
+            assert by_gate["apply"].message.key.startswith("gate.apply.")  # every shard: the apply check
+            for name in ("ruff", "dco"):
+                here = k % 2 + 1 == i
+                assert (by_gate[name].message.key != "gate.other-shard") == here, (i, k, name)
+                if not here:
+                    assert by_gate[name].status == "could-not-run"
+                    assert by_gate[name].message.params == {"shard": f"{i}/2", "runs_on": f"{k % 2 + 1}/2"}
+        if i == 2:  # 0002's ruff ran on shard 2: shard 1's guide of it lacks the finding
+            assert "undefined-name" in [f["kind"] for f in part.patches[1].guide["findings"]]
+        else:
+            assert "undefined-name" not in [f["kind"] for f in part.patches[1].guide["findings"]]
+        (tmp_path / f"audit-{i}.json").write_text(json.dumps(part.to_dict()))
+    merged = report.merge([report.load(tmp_path / f"audit-{i}.json") for i in (1, 2)])
+    assert next(g for g in merged.patches[1].gates if g.gate == "ruff").status == "failed"
+    expected = json.loads(json.dumps(whole.to_dict()))
+    got = json.loads(json.dumps(merged.to_dict()))
+    assert "unfinished" not in json.dumps([pa["guide"] for pa in got["patches"]])
+    differences = list(_diff(_normal(got), _normal(expected)))
+    assert not differences, "\n".join(differences[:20])
+    assert merged.verdict == whole.verdict == "needs-work"
 
 
 def test_shards_of_different_plans_or_a_missing_shard_are_refused(project, tmp_path):
@@ -319,3 +359,4 @@ def test_a_test_that_needs_its_base_run_weighs_both_sides_and_a_shard_orders_by_
     assert _share("tests/test_big.py", one, durations) == pytest.approx(240.0 / 242.5)  # 1 test of 6
     assert _share("tests/test_big.py", two, durations) == pytest.approx(2.5 / 242.5)  # 5 tests of 6
     assert _share("tests/test_big.py", one, {}) == pytest.approx(1 / 6)  # nothing recorded: by counts
+

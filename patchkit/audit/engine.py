@@ -1,13 +1,16 @@
 """``patchkit audit``'s engine: load a series, run the gates per patch, decide verdicts.
 
 Sharding (``--shard I/N``): with the tests gate, by test file across the whole audit
-(``testplan``: balanced by recorded durations; every shard runs the other gates of every patch,
-``testshards`` merges them); without it, the patch at 0-based series index ``k`` belongs to shard
-``k % N + 1``. Either way every shard is deterministic and shards 1..N cover the work once.
+(``testplan``: balanced by recorded durations); a patch's other gates run on the shard its
+0-based series index ``k`` belongs to, ``k % N + 1`` (every shard also runs its apply check, which
+the tests gate needs), and say so on the others (``testshards.ELSEWHERE``); ``testshards`` merges
+them. Without the tests gate, the patch at index ``k`` belongs to shard ``k % N + 1``. Either way
+every shard is deterministic and shards 1..N cover the work once.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -227,9 +230,14 @@ def run_audit(
             if options.progress:
                 options.progress(ProgressEvent(kind, patch.name, numbers[patch.name], len(chosen), **data))
 
-        pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options, tell)
+        here = not by_tests or in_shard(patch.index, options.shard)  # its other gates run on this shard
+        pa = _audit_patch(patch, patches[: patch.index], states[patch.index], base, base_hash, options, tell,
+                          here)  # fmt: skip
         _upstream_view(pa, patch, meta)  # before the lead: the patch's readers are the series lead's source
+        unfinished = copy.deepcopy(pa.guide)  # finish and the words share its findings' dicts
         pa.guide = guide.finish(pa)  # the gates' findings (ruff F821, imports) and the lead paragraph
+        if by_tests:  # the merge finishes it again from the gates of every shard (testshards)
+            pa.guide[testshards.UNFINISHED] = unfinished
         tell("patch-done", status=pa.verdict)
         return pa
 
@@ -303,19 +311,26 @@ def _upstream_view(audit: PatchAudit, patch: PatchUnderAudit, meta: UpstreamMeta
 
 
 def _audit_patch(patch: PatchUnderAudit, earlier: list[PatchUnderAudit], state: SeriesState, base: BaseTree,
-                 base_hash: str, options: AuditOptions, tell: Callable[..., None]) -> PatchAudit:  # fmt: skip
+                 base_hash: str, options: AuditOptions, tell: Callable[..., None],
+                 here: bool = True) -> PatchAudit:  # fmt: skip
+    """The patch's gates; ``here`` False (a test shard that is not the patch's): only the apply
+    check and the tests gate run, the others say which shard runs them."""
     trees = Trees(base, state.pre, state.post)
     results: list[GateResult] = []
     needs: list[str] = patch.declared_needs or []
     applied = state.post is not None
     for gate in [REGISTRY[name] for name in GATES if name in options.gates]:
         ctx = GateContext(patch, earlier, state, trees, needs, options.settings, progress=tell)
-        depends = gate.keyed_by(ctx) if gate.keyed_by is not None else earlier
-        key = gate_key(gate.name, patch, depends, base_hash, gate.cache_config(ctx))
         started = time.perf_counter()
         tell("gate-start", gate=gate.name)
-        cached = cache.get_json("audit-gate", key) if options.use_cache else None
-        if cached is not None:
+        runs = here or gate.name in testshards.EVERY_SHARD
+        if runs:
+            depends = gate.keyed_by(ctx) if gate.keyed_by is not None else earlier
+            key = gate_key(gate.name, patch, depends, base_hash, gate.cache_config(ctx))
+        cached = cache.get_json("audit-gate", key) if options.use_cache and runs else None
+        if not runs:
+            result = testshards.elsewhere(gate.name, patch.index, options.shard or (1, 1))
+        elif cached is not None:
             result = replace(GateResult.from_dict(cached), cached=True)
         elif gate.needs_applied and not applied:  # requested or not, the apply check failed
             result = not_applied(gate.name, state.error)

@@ -132,6 +132,11 @@ class RuntimeTarget(JsonMixin):
     real: dict[str, Any] = field(default_factory=dict)  # the interpreter's answer and the comparison
 
 
+# A test shard's patch guide keeps, under this key, the guide before the gates' findings: the merge
+# finishes it from the gates of every shard (``audit/testshards``); words leave it as messages.
+GUIDE_UNFINISHED = "unfinished"
+
+
 @dataclass
 class PatchAudit(JsonMixin):
     patch: str  # file name

@@ -1,7 +1,10 @@
 """Merging test-level shards (``--shard I/N`` with the tests gate, ``testplan``): every shard ran
-every patch's other gates and its own test files; the merged record takes the other gates from
-the first shard and decides each tests gate again from the union of the shards' outcomes, through
-the gate's own ``conclude`` — the record an unsharded audit writes, but for timings."""
+every patch's apply check and its own test files, and a patch's other gates ran on one shard (the
+patch at series index ``k`` on shard ``k % N + 1``; the others say ``gate.other-shard``). The
+merged record takes each other gate from the shard that ran it, decides each tests gate again from
+the union of the shards' outcomes through the gate's own ``conclude``, and finishes each patch's
+guide and the series lead from those gates as an unsharded audit does — the record an unsharded
+audit writes, but for timings."""
 
 from __future__ import annotations
 
@@ -9,14 +12,31 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
+from patchkit.audit import guide as guides
 from patchkit.audit.gates.tests import conclude
-from patchkit.audit.model import AuditResult, GateResult, PatchAudit
+from patchkit.audit.model import GUIDE_UNFINISHED, AuditResult, GateResult, PatchAudit
 from patchkit.audit.pytestrun import TestSettings
 from patchkit.audit.testplan import unpack
 from patchkit.audit.verdict import decide_record, verdict_reasons, worst
 from patchkit.errors import UserError
+from patchkit.values import Message
 
 OTHER_SHARD = "gate.tests.other-shard"  # this shard owns none of the patch's test files
+ELSEWHERE = "gate.other-shard"  # this gate of the patch runs on another shard
+EVERY_SHARD = ("apply", "tests")  # the gates every shard runs for every patch (tests: its own share)
+UNFINISHED = GUIDE_UNFINISHED  # a shard's guide key: the patch's guide before the gates' findings
+
+
+def gates_shard(index: int, count: int) -> int:
+    """The shard that runs the gates (but apply and tests) of the patch at series index ``index``."""
+    return index % count + 1
+
+
+def elsewhere(gate: str, index: int, shard: tuple[int, int]) -> GateResult:
+    """``gate`` of the patch at ``index`` is not run on this shard: the one that runs it, named."""
+    i, n = shard
+    where = {"shard": f"{i}/{n}", "runs_on": f"{gates_shard(index, n)}/{n}"}
+    return GateResult(gate, "could-not-run", "", dict(where), message=Message(ELSEWHERE, where))
 
 
 def is_test_sharded(results: list[AuditResult]) -> bool:
@@ -47,19 +67,36 @@ def merge(results: list[AuditResult], created: str) -> AuditResult:
     patches = [_merge_patch([r.patches[k] for r in results], optional) for k in range(len(names))]
     info = {k: v for k, v in first.environment["test_shards"].items() if k not in ("shard", "mine")}
     environment = {**first.environment, "test_shards": info, "merged_shards": labels}
+    lead = {"lead": guides.series_lead(patches)} if patches and _finished(results) else first.guide
     merged = AuditResult(first.series_dir, first.base, patches, worst([pa.verdict for pa in patches]),
-                         environment, None, created, guide=first.guide)  # fmt: skip
+                         environment, None, created, guide=lead)  # fmt: skip
     decide_record(merged)
     return merged
+
+
+def _finished(results: list[AuditResult]) -> bool:
+    """Whether every shard kept its patches' unfinished guides (so the merge finishes them)."""
+    return all(UNFINISHED in pa.guide for r in results for pa in r.patches)
+
+
+def _ran(parts: list[GateResult]) -> GateResult:
+    """A gate from the shard that ran it (the first, if none says it ran elsewhere)."""
+    return next((g for g in parts if g.message is None or g.message.key != ELSEWHERE), parts[0])
 
 
 def _merge_patch(audits: list[PatchAudit], optional: list[str]) -> PatchAudit:
     first = audits[0]
     gates = [
-        merge_tests([a.gates[k] for a in audits]) if g.gate == "tests" else g
+        merge_tests([a.gates[k] for a in audits]) if g.gate == "tests" else _ran([a.gates[k] for a in audits])
         for k, g in enumerate(first.gates)
     ]
-    guide = dict(first.guide)
+    verdict, reasons = verdict_reasons(gates, optional)  # words: patchkit report fills them
+    if all(UNFINISHED in a.guide for a in audits):  # as the engine does: the gates' findings, the lead
+        merged = replace(first, gates=gates, guide=dict(first.guide[UNFINISHED]), verdict=verdict, reasons=[],
+                         reason_messages=reasons)  # fmt: skip
+        merged.guide = guides.finish(merged)
+        return merged
+    guide = dict(first.guide)  # shards of an older patchkit: the first shard's guide, every finding
     findings = list(guide.get("findings", []))
     seen = {(f.get("kind"), f.get("file"), f.get("line")) for f in findings}
     for other in audits[1:]:  # a finding only a shard's tests saw (a removed test)
@@ -68,7 +105,6 @@ def _merge_patch(audits: list[PatchAudit], optional: list[str]) -> PatchAudit:
                 seen.add((f.get("kind"), f.get("file"), f.get("line")))
                 findings.append(f)
     guide["findings"] = findings
-    verdict, reasons = verdict_reasons(gates, optional)  # words: patchkit report fills them
     return replace(first, gates=gates, guide=guide, verdict=verdict, reasons=[], reason_messages=reasons)
 
 
