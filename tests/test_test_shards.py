@@ -360,3 +360,59 @@ def test_a_test_that_needs_its_base_run_weighs_both_sides_and_a_shard_orders_by_
     assert _share("tests/test_big.py", two, durations) == pytest.approx(2.5 / 242.5)  # 5 tests of 6
     assert _share("tests/test_big.py", one, {}) == pytest.approx(1 / 6)  # nothing recorded: by counts
 
+
+def test_a_heavy_files_recorded_ids_split_it_without_a_collection(heavy_project, tmp_path, monkeypatch):
+    """The durations file's ``@tests`` (from the last record's pytest JUnit ids) split a heavy file
+    with no ``--collect-only`` first; a test the list lacks runs once, on its file's home shard."""
+    from patchkit.audit import shardplan
+    from patchkit.audit.testplan import TESTS_KEY
+
+    root, series, rules = heavy_project
+    recorded = json.loads((series / "test-durations.json").read_text())
+    listed = [t for t in BIG_IDS if not t.endswith("test_no_tool_module")]  # new since the record
+    recorded[TESTS_KEY] = {"tests/tool/test_big.py": listed}
+    (series / "test-durations.json").write_text(json.dumps(recorded))
+    whole = _audit(heavy_project)
+
+    def no_collection(*args, **kwargs):
+        raise AssertionError("collected although the ids are recorded")
+
+    monkeypatch.setattr(shardplan, "collect_ids", no_collection)
+    ran: dict[str, list[int]] = {}
+    for i in (1, 2):
+        part = _audit(heavy_project, (i, 2))
+        info = part.environment["test_shards"]
+        assert info["split"] == {"tests/tool/test_big.py": len(listed)}
+        assert info["split_ids_from"] == {"tests/tool/test_big.py": "recorded"}
+        gate = next(g for g in part.patches[2].gates if g.gate == "tests")
+        for test_id in gate.details.get("shard_part", {}).get("patched") or {}:
+            ran.setdefault(test_id, []).append(i)
+        (tmp_path / f"audit-{i}.json").write_text(json.dumps(part.to_dict()))
+    assert sorted(t for t in ran if "test_big::" in t) == sorted(BIG_IDS)
+    assert all(len(s) == 1 for s in ran.values())  # each test once, the unlisted one too
+    assert len({ran[t][0] for t in listed}) == 2  # the file was split over both shards
+    home = ran[listed[0]]  # a split file's home: the shard of its first listed test
+    assert ran["tests.tool.test_big::test_no_tool_module"] == home
+    merged = report.merge([report.load(tmp_path / f"audit-{i}.json") for i in (1, 2)])
+    expected = json.loads(json.dumps(whole.to_dict()))
+    differences = list(_diff(_normal(json.loads(json.dumps(merged.to_dict()))), _normal(expected)))
+    assert not differences, "\n".join(differences[:20])
+
+
+def test_a_records_slow_files_list_their_tests_for_the_next_plan():
+    from patchkit.audit.gates.tests import LISTED_FILE, file_tests
+    from patchkit.audit.testplan import TESTS_KEY, tests_from
+    from patchkit.audit.testselect import Outcome
+
+    side = {"tests.a::test_2": Outcome("passed", seconds=LISTED_FILE), "tests.a::test_1": Outcome("failed"),
+            "tests.b::test_1": Outcome("passed", seconds=LISTED_FILE - 1)}  # fmt: skip
+    assert file_tests(side) == {"tests/a.py": ["tests.a::test_1", "tests.a::test_2"]}  # b is too fast
+    record = {"patches": [
+        {"gates": [{"gate": "tests", "details": {"file_tests": {"tests/a.py": ["tests.a::test_2"]}}}]},
+        {"gates": [{"gate": "tests", "details": {"file_tests": {"tests/a.py": ["tests.a::test_1"],
+                                                                "tests/c.py": ["tests.c::x"]}}},
+                   {"gate": "lint", "details": {"file_tests": {"tests/z.py": ["nope"]}}}]},
+    ]}  # fmt: skip
+    assert tests_from(record) == {"tests/a.py": ["tests.a::test_1", "tests.a::test_2"],
+                                  "tests/c.py": ["tests.c::x"]}  # fmt: skip
+    assert TESTS_KEY not in durations_from(record) and not any("/" not in k for k in durations_from(record))

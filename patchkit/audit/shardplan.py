@@ -1,10 +1,11 @@
 """The test-level plan of one audit (``--shard I/N`` with the tests gate): its units — each patch's
-selected test files, and the heavy ones (``testplan.heavy``) split by test id from pytest's own
-``--collect-only`` in the test venv on the base + patch tree (base + the whole series, one process,
-when every patch applies; else each heavy file on the tree of the first patch that selects it: a test
-a patch's own tree has and that tree lacks goes to its file's home shard) — planned over the shards
-by the series dir's recorded durations; the tests gate's settings for this shard, and what its
-record says."""
+selected test files, and the heavy ones (``testplan.heavy``) split by test id: the ids the
+durations file lists for that file (``@tests``: pytest's JUnit report of the run it was written
+from), else pytest's own ``--collect-only`` in the test venv on the base + patch tree (base + the
+whole series, one process, when every patch applies; else each heavy file on the tree of the first
+patch that selects it: a test a patch's own tree has and that tree lacks goes to its file's home
+shard) — planned over the shards by the series dir's recorded durations; the tests gate's settings
+for this shard, and what its record says."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from patchkit.audit.gates.tests import selection_for, tree_predicates
 from patchkit.audit.pytestrun import TestSettings, collect_ids, environment
 from patchkit.audit.testplan import (
     DURATIONS_FILE,
+    TESTS_KEY,
     digest,
     expand,
     heavy,
@@ -133,12 +135,14 @@ def prepare(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], st
     durations = read_durations(series_dir)
     count = shard[1]
     big = heavy(units, durations, count)
-    ids: dict[str, list[str]] = {}
+    listed = read_tests(series_dir)
+    ids: dict[str, list[str]] = {f: listed[f] for f in big if listed.get(f)}  # recorded: no collection
+    unlisted = [f for f in big if f not in ids]
     final = states[-1].post if states and all(s.post is not None for s in states) else None
-    if final is not None and big:  # one collection (one vLLM import) on base + the whole series
-        ids = collected(settings, final, big, "base + series")
-    for index in sorted({first[f] for f in big}) if final is None else []:  # else per patch tree
-        files = [f for f in big if first[f] == index]
+    if final is not None and unlisted:  # one collection (one vLLM import) on base + the whole series
+        ids.update(collected(settings, final, unlisted, "base + series"))
+    for index in sorted({first[f] for f in unlisted}) if final is None else []:  # else per patch tree
+        files = [f for f in unlisted if first[f] == index]
         ids.update(collected(settings, states[index].post or {}, files, patches[index].name))
     assignment = plan(units, durations, count, ids)
     key = digest(assignment, count)
@@ -146,7 +150,9 @@ def prepare(series_dir: Path, base: BaseTree, patches: list[PatchUnderAudit], st
     info = {"shard": f"{shard[0]}/{count}", "plan": key, "files": len(units),
             "balanced_by": "recorded durations" if any(f in durations for f in units) else "counts",
             "recorded": sum(f in durations for f in units), "mine": mine,
-            "split": {f: len(t) for f, t in sorted(ids.items())}}  # fmt: skip
+            "split": {f: len(t) for f, t in sorted(ids.items())},
+            "split_ids_from": {f: "recorded" if f in listed and f not in unlisted else "collected"
+                               for f in sorted(ids)}}  # fmt: skip
     return replace(settings, shard=shard, plan=assignment, plan_digest=key), info
 
 
@@ -179,8 +185,7 @@ def collected(settings: TestSettings, post: dict, files: list[str], who: str) ->
     return out
 
 
-def read_durations(series_dir: Path) -> dict[str, float]:
-    """The series dir's test-durations.json ({test file: seconds}); missing or malformed: none."""
+def _durations_json(series_dir: Path) -> dict:
     path = series_dir / DURATIONS_FILE
     try:
         if not path.is_file() or path.stat().st_size > 16 << 20:
@@ -188,8 +193,21 @@ def read_durations(series_dir: Path) -> dict[str, float]:
         data = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError, RecursionError):
         return {}
-    if not isinstance(data, dict):
+    return data if isinstance(data, dict) else {}
+
+
+def read_tests(series_dir: Path) -> dict[str, list[str]]:
+    """The durations file's ``@tests`` ({test file: JUnit ids}); missing or malformed: none."""
+    listed = _durations_json(series_dir).get(TESTS_KEY)
+    if not isinstance(listed, dict):
         return {}
+    return {f: [t for t in ids if isinstance(t, str)] for f, ids in listed.items()
+            if isinstance(f, str) and isinstance(ids, list)}  # fmt: skip
+
+
+def read_durations(series_dir: Path) -> dict[str, float]:
+    """The series dir's test-durations.json ({test file: seconds}); missing or malformed: none."""
+    data = _durations_json(series_dir)
     return {
         k: float(v) for k, v in data.items() if isinstance(k, str) and isinstance(v, int | float) and v >= 0
     }

@@ -24,6 +24,7 @@ from patchkit.audit.basedemand import file_of_test
 from patchkit.audit.testselect import Outcome, excerpt
 
 DURATIONS_FILE = "test-durations.json"  # in the series dir: {test path or JUnit id: seconds}, from a record
+TESTS_KEY = "@tests"  # in it, never a path: {test file: [JUnit ids]}, every test of the slow files
 SPLIT_SHARE = 0.25  # a file heavier than this share of one shard's even load is split by test id
 
 
@@ -141,6 +142,21 @@ def durations_from(record: dict) -> dict[str, float]:
                     for unit, seconds in (details.get(key) or {}).items():
                         out[unit] = round(out.get(unit, 0.0) + float(seconds), 3)
     return dict(sorted(out.items()))
+
+
+def tests_from(record: dict) -> dict[str, list[str]]:
+    """{test file: JUnit ids} from an audit record: every test of each file the tests gate listed
+    (``file_tests``: the slow ones), over all patches, sorted — a heavy file is split by these
+    ids without a collection first. An id the tree no longer has is a unit nobody runs; a test the
+    list lacks goes to its file's home shard (``owner``): the plan stays whole either way."""
+    out: dict[str, set[str]] = {}
+    for pa in record.get("patches", []):
+        for gate in pa.get("gates", []):
+            listed = gate.get("details", {}).get("file_tests") if gate.get("gate") == "tests" else None
+            for path, ids in (listed or {}).items() if isinstance(listed, dict) else []:
+                if isinstance(path, str) and isinstance(ids, list):
+                    out.setdefault(path, set()).update(t for t in ids if isinstance(t, str))
+    return {p: sorted(ids) for p, ids in sorted(out.items())}
 
 
 def pack(outcomes: dict[str, Outcome], text: bool) -> dict[str, list]:

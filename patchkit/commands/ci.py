@@ -45,7 +45,7 @@ def buildkite(series_dir: Path | None, pin_file: Path | None, base: Path | None,
 
 def durations(record: Path, out: Path | None) -> int:
     from patchkit.atomic import write_atomic
-    from patchkit.audit.testplan import DURATIONS_FILE, durations_from
+    from patchkit.audit.testplan import DURATIONS_FILE, TESTS_KEY, durations_from, tests_from
     from patchkit.output import info
 
     try:
@@ -55,9 +55,12 @@ def durations(record: Path, out: Path | None) -> int:
     found = durations_from(data) if isinstance(data, dict) else {}
     if not found:
         raise UserError("the record has no tests gate durations (path_seconds)", str(record))
+    listed = tests_from(data) if isinstance(data, dict) else {}
     target = out or Path(data.get("series_dir", ".")) / DURATIONS_FILE
-    write_atomic(target, (json.dumps(found, indent=1, sort_keys=True) + "\n").encode())
-    info(f"wrote {target}: {len(found)} test file(s), {sum(found.values()):.0f} s recorded")
+    written = {**found, **({TESTS_KEY: listed} if listed else {})}
+    write_atomic(target, (json.dumps(written, indent=1, sort_keys=True) + "\n").encode())
+    info(f"wrote {target}: {len(found)} test file(s) and test(s), {sum(found.values()):.0f} s recorded; "
+         f"the test ids of {len(listed)} slow file(s)")  # fmt: skip
     return 0
 
 

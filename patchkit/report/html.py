@@ -29,6 +29,7 @@ from patchkit.report.words import pick, runtime_word, target_counts, witness_lin
 _KEYWORDS = "|".join(keyword.kwlist)
 _TOKEN = re.compile(rf"(#.*$|\"[^\"]*\"|'[^']*'|\b(?:{_KEYWORDS})\b)")
 KNOWN_DETAIL_KEYS = {"findings", "whitespace", "commits", "tests", "reason", "rule"}
+RECORD_ONLY_KEYS = {"file_tests"}  # for the next sharded run's plan (``patchkit ci durations``), not readers
 APPLY_DETAIL_KEYS = {"alone", "alone_error", "in_series", "series_error", "needs", "needs_from", "files"}
 NEEDS_FROM = {"computed": "ui.apply.from.computed", "split.json": "ui.apply.from.split.json"}
 
@@ -187,7 +188,7 @@ def _focused_row(test, lang: str) -> dict[str, Any]:
 
 def _gate_view(gate, lang: str) -> dict[str, Any]:
     details = gate.details or {}
-    known = KNOWN_DETAIL_KEYS | (APPLY_DETAIL_KEYS if gate.gate == "apply" else set())
+    known = KNOWN_DETAIL_KEYS | RECORD_ONLY_KEYS | (APPLY_DETAIL_KEYS if gate.gate == "apply" else set())
     extra = {k: v for k, v in details.items() if k not in known}
     commits = details.get("commits") if isinstance(details.get("commits"), list) else []
     return {

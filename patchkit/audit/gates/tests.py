@@ -170,6 +170,7 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         # the base side as far as it ran (on demand: the tests that did not pass with the patch)
         "base_path_seconds": path_seconds(base_side),
         "base_test_seconds": test_seconds(base_side),
+        "file_tests": file_tests(patched),
     })  # fmt: skip
     summary = affectedrun.noted(summary_message(cmp), details.get("groups"), stats)
     evidence = [_pytest_witness(settings, env_info, selection, "patched", cmp.patch_counts)]
@@ -209,6 +210,20 @@ def test_seconds(side: dict) -> dict[str, float]:
     weighs a split file's tests by them; the faster ones share the rest of the file's time)."""
     slow = {t: round(o.seconds, 3) for t, o in side.items() if o.seconds >= SLOW_TEST}
     return dict(sorted(slow.items()))
+
+
+LISTED_FILE = 10.0  # seconds: a test file at least this slow with the patch has its tests listed
+
+
+def file_tests(side: dict) -> dict[str, list[str]]:
+    """The JUnit ids of every test of each file that took at least ``LISTED_FILE`` on this side
+    (sorted): what ``--shard`` splits a heavy file by without collecting it first (``testplan``)."""
+    seconds = path_seconds(side)
+    out: dict[str, list[str]] = {}
+    for test_id in side:
+        if seconds.get(path := file_of_test(test_id), 0.0) >= LISTED_FILE:
+            out.setdefault(path, []).append(test_id)
+    return {p: sorted(ids) for p, ids in sorted(out.items())}
 
 
 def shard_part(settings: TestSettings, full: list[str], mine: list[str], base_side: dict,
