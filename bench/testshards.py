@@ -9,8 +9,9 @@ the plan's collection start cold in each run, as on N separate CI runners, and n
 The durations the shards balance by come from a record given with ``--durations-from`` (e.g. a cold
 main job's ``reports/audit.json``) through ``patchkit ci durations`` (without it: by counts); the
 shards run first, then the unsharded audit. With ``--unsharded-first`` the unsharded audit runs
-first and the shards balance by its record, as CI's next sharded run would by the last run's
-durations (the record says which). ``testshards.json`` is written after each run. Each
+first (its jobs ordered by ``--durations-from``, if given) and the shards balance by its record —
+its durations and the test ids of its slow files — as CI's next sharded run would by the last
+run's (the record says which). ``testshards.json`` is written after each run. Each
 run's CPU seconds (its process tree, ``getrusage``) are kept beside its wall and gate seconds: on a
 machine other work shares, the CPU ratio is the steadier figure.
 
@@ -107,13 +108,18 @@ def run(shards: int, work: Path, durations_from: Path | None, reference: Path | 
     (series / "test-durations.json").unlink(missing_ok=True)
     result: dict = {"shards": shards, "uptime_before": _uptime()}
     whole: dict | None = None
-    if unsharded_first and reference is None:
-        whole = _unsharded(series, work, log, result)
-        if durations_from is None:
-            durations_from = work / "whole.json"
-    if durations_from is not None:  # else the shards balance by counts
-        subprocess.run([sys.executable, "-m", "patchkit", "ci", "durations", str(durations_from), "--out",
+    def durations(record: Path) -> None:
+        subprocess.run([sys.executable, "-m", "patchkit", "ci", "durations", str(record), "--out",
                         str(series / "test-durations.json")], check=True, cwd=REPO)  # fmt: skip
+
+    if unsharded_first and reference is None:  # it orders its jobs by --durations-from, if given
+        if durations_from is not None:
+            durations(durations_from)
+            result["unsharded_durations_from"] = str(durations_from)
+        whole = _unsharded(series, work, log, result)
+        durations_from = work / "whole.json"  # the shards: by this run's record, as CI's next run
+    if durations_from is not None:  # else the shards balance by counts
+        durations(durations_from)
         result["durations_from"] = str(durations_from)
     parts = []
     for i in range(1, shards + 1):
