@@ -8,10 +8,11 @@ from fixtures.audit.builder import fake_base, file_diff
 
 from patchkit.audit.gates import PatchUnderAudit, Trees, apply_files
 from patchkit.audit.gates.ruff import added_findings, config_paths, ruff_gate
-from patchkit.audit.ruff_binary import RuffTool, _dependency_ruff
+from patchkit.audit.ruff_binary import RuffTool
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
 from patchkit.report.words import gate_summary
+from patchkit.split.undefined import dependency_ruff
 from patchkit.values import Message
 
 needs_ruff = pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
@@ -151,7 +152,7 @@ def test_first_party_findings_are_exactly_ruffs_on_the_full_patched_tree(tmp_pat
     for path, data in post.items():
         (full / path).write_bytes(data)
     ruff = result.details["ruff"]
-    exe = shutil.which("ruff") if ruff["source"] != "dependency" else _dependency_ruff()
+    exe = shutil.which("ruff") if ruff["source"] != "dependency" else dependency_ruff()
     proc = subprocess.run([exe, "check", "--output-format", "json", "--no-cache", "--exit-zero",
                            *sorted(post)], cwd=full, capture_output=True, text=True, check=True)  # fmt: skip
     witness = sorted((Path(f["filename"]).relative_to(full).as_posix(), f["code"], f["location"]["row"])

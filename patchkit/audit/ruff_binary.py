@@ -11,13 +11,10 @@ Every choice is recorded (``RuffTool.to_dict``) so the report says which ruff ra
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import stat
 import subprocess
-import sysconfig
-import threading
 import zipfile
 from dataclasses import dataclass
 from functools import cache as memoised
@@ -27,6 +24,7 @@ from patchkit import cache
 from patchkit.audit import precommit
 from patchkit.base import package_index
 from patchkit.errors import UserError
+from patchkit.split.undefined import dependency_ruff
 from patchkit.values import Message
 
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
@@ -67,26 +65,6 @@ def version_of(command: list[str] | tuple[str, ...]) -> str:
         return ""
     match = re.search(r"(\d+\.\d+\.\d+\S*)", out)
     return match.group(1) if match else ""
-
-
-_FIND_LOCK = threading.Lock()
-
-
-def _dependency_ruff() -> str | None:
-    """The executable of the ``ruff`` package installed beside patchkit (its own dependency)."""
-    try:
-        from ruff.__main__ import find_ruff_bin  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    # gates run in threads; sysconfig fills its variables lazily and not thread-safely: a second
-    # caller can see the dict half-filled (get_config_var("EXE") -> None, and find_ruff_bin raises)
-    with _FIND_LOCK:
-        sysconfig.get_config_vars()
-        try:
-            found = find_ruff_bin()
-        except FileNotFoundError:
-            return None
-    return str(found) if found and os.access(found, os.X_OK) else None
 
 
 def _wheel_rank(filename: str) -> int | None:
@@ -156,7 +134,7 @@ def choose(pre_commit_config: str | None) -> RuffTool:
             fallback_why = Message("ruff.why.pin-failed", {"version": pinned, "error": error})
     else:
         fallback_why = Message("ruff.why.no-pin", {"config": PRE_COMMIT_CONFIG})
-    for source, exe in (("dependency", _dependency_ruff()), ("path", shutil.which("ruff"))):
+    for source, exe in (("dependency", dependency_ruff()), ("path", shutil.which("ruff"))):
         if exe and (found := version_of([exe])):
             return RuffTool(
                 (exe,), found, source, Message(f"ruff.why.{source}", {"reason": fallback_why.to_dict()})

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import threading
 from collections.abc import Callable
@@ -43,14 +44,31 @@ class NoRuff(RuntimeError):
     """No ruff could be run here: the undefined-name check could not run."""
 
 
-@cache
-def ruff_command() -> tuple[str, ...] | None:
+_FIND_LOCK = threading.Lock()
+
+
+def dependency_ruff() -> str | None:
+    """The executable of the ``ruff`` package installed beside patchkit (its own dependency), or
+    None. The split's checks and the audit's gates run in threads, and before Python 3.12
+    ``sysconfig`` fills its variables lazily and not thread-safely: a second caller can see the dict
+    half-filled (``get_config_var("EXE")`` is None and ``find_ruff_bin`` raises TypeError). One lock
+    for every caller, and the variables filled under it first."""
     try:
         from ruff.__main__ import find_ruff_bin  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    with _FIND_LOCK:
+        sysconfig.get_config_vars()
+        try:
+            found = find_ruff_bin()
+        except FileNotFoundError:
+            return None
+    return str(found) if found and os.access(found, os.X_OK) else None
 
-        found: str | None = str(find_ruff_bin())
-    except (ImportError, FileNotFoundError):
-        found = shutil.which("ruff")
+
+@cache
+def ruff_command() -> tuple[str, ...] | None:
+    found = dependency_ruff() or shutil.which("ruff")
     return (found,) if found and os.access(found, os.X_OK) else None
 
 
@@ -144,4 +162,14 @@ def text(problem: Problem) -> str:
     return f"{problem.file}:{problem.line}: name {problem.name!r} is undefined ({problem.target})"
 
 
-__all__ = ["CODES", "NoRuff", "check", "check_async", "check_one", "command", "ruff_command", "text"]
+__all__ = [
+    "CODES",
+    "NoRuff",
+    "check",
+    "check_async",
+    "check_one",
+    "command",
+    "dependency_ruff",
+    "ruff_command",
+    "text",
+]
