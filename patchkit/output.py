@@ -106,7 +106,8 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
     prefixes = series.proof.get("prefixes")
     if prefixes:
         info(
-            f"prefixes: {prefixes['states']} state(s), {prefixes['files_checked']} file check(s), "
+            f"prefixes: {prefixes['states']} state(s), {prefixes['files_checked']} file check(s) "
+            f"({len(prefixes.get('dependents') or [])} untouched module(s) that use what a state removes), "
             f"{prefixes['imports_checked']} import(s) resolved; {len(prefixes['failures'])} failure(s), "
             f"{len(prefixes['replay_findings'])} finding(s) of the replay"
         )

@@ -123,3 +123,31 @@ def test_every_import_failing_on_the_base_too_is_no_witness(tmp_path) -> None:
         "fail to import on the base too" in gate["summary"] and "a_package_this_host_lacks" in gate["summary"]
     )
     assert result.exit_code == 3
+
+
+def test_a_patch_that_removes_what_an_untouched_module_imports_fails_and_the_real_import_confirms(
+    tmp_path,
+) -> None:
+    # the shape of a partial pick of a release: a helper goes, its untouched importer stays
+    base = fake_base(tmp_path / "base")
+    (base / "vllm" / "users.py").write_text("from vllm.calc import scale\n\nDOUBLE = scale(2)\n")
+    calc = (base / "vllm" / "calc.py").read_text()
+    without = calc.replace("def scale(x):\n    return x * 2\n", "")
+    assert without != calc
+    series = write_series(
+        tmp_path / "series", {"0001-calc.patch": patch_text(file_diff("vllm/calc.py", calc, without))}
+    )
+    out = tmp_path / "a.json"
+    args = ["audit", str(series), "--base", str(base), "--gates", "imports", "--json", str(out),
+            "--python", sys.executable]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    [patch] = json.loads(out.read_text())["patches"]
+    gate = patch["gates"][0] if isinstance(patch["gates"], list) else patch["gates"]["imports"]
+    assert gate["status"] == "failed", gate
+    assert gate["details"]["static"]["dependents"] == ["vllm/users.py"]
+    [problem] = gate["details"]["problems"]
+    assert (problem["file"], problem["name"], problem["target"]) == ("vllm/users.py", "scale", "vllm.calc")
+    # the real interpreter agrees: the untouched module no longer imports
+    assert gate["details"]["real_import"]["modules"]["vllm.users"]["status"] == "failed"
+    assert "cannot import name 'scale'" in gate["summary"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from patchkit.base.tree import BaseTree
 from patchkit.series.files import SeriesEntry
 from patchkit.split import undefined
+from patchkit.split.dependents import dependents
 from patchkit.split.proof import apply_entries
 from patchkit.split.static import Problem, State, first_party, tree_state, uses_of
 
@@ -29,6 +30,7 @@ class PrefixResult:
     replay_findings: list[dict] = field(default_factory=list)  # the replay's final state has them too
     seconds: float = 0.0
     undefined_names: str = "not checked"  # "ruff F821,F822,F823,F405", or "could not run: why"
+    dependents: list[str] = field(default_factory=list)  # untouched files that use what a state removes
 
     @property
     def ok(self) -> bool:
@@ -39,9 +41,11 @@ class PrefixResult:
             "ok": self.ok, "states": self.states, "files_checked": self.files_checked,
             "imports_checked": self.imports_checked, "failures": self.failures,
             "replay_findings": self.replay_findings, "undefined_names": self.undefined_names,
+            "dependents": self.dependents,
             "method": "each state base + patches[1..k] re-applied from the written series; every "
-            "touched Python file compiled, its first-party imports and keyword arguments resolved "
-            "statically against that state",
+            "touched Python file, and every untouched one that uses a name a state removes, "
+            "compiled, its first-party imports and keyword arguments resolved statically against "
+            "that state",
         }  # fmt: skip
 
 
@@ -57,6 +61,10 @@ def check_states(base: BaseTree, states: list[tuple[str, Files]], final: Files,
     start = tree_state(base, {}, packages, memo)
     known = {p.key for path in final if path.endswith(".py") for p in end.check(path)}
     on_base = {p.key for path in final if path.endswith(".py") for p in start.check(path)}
+    # untouched files that use what a state takes away (a removed function, module, keyword)
+    result.dependents = dependents(base, [files for _, files in states] + [final], packages)
+    known |= {p.key for path in result.dependents for p in end.check(path)}
+    on_base |= {p.key for path in result.dependents for p in start.check(path)}
     seen: set[tuple[str, str, str, str]] = set()
     touched: set[str] = set()
     touched_at: list[set[str]] = []
@@ -69,7 +77,7 @@ def check_states(base: BaseTree, states: list[tuple[str, Files]], final: Files,
     for k, (name, files) in enumerate(states):
         touched = touched_at[k]
         state = tree_state(base, files, packages, memo)
-        for path in sorted(p for p in touched if p.endswith(".py")):
+        for path in sorted(p for p in touched if p.endswith(".py")) + result.dependents:
             result.files_checked += 1
             source = state.read(path)
             if source is None:

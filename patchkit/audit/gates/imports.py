@@ -27,6 +27,7 @@ from patchkit.audit.gates import Gate, GateContext, gate_result, witness
 from patchkit.audit.gates.tests import materialise
 from patchkit.audit.model import Evidence, GateResult
 from patchkit.split import undefined
+from patchkit.split.dependents import dependents
 from patchkit.split.modfacts import module_name
 from patchkit.split.static import first_party, tree_state
 from patchkit.values import Message
@@ -110,11 +111,14 @@ def _run(ctx: GateContext) -> GateResult:
     packages = first_party(touched, read_post)
     present = [p for p in touched if read_post(p) is not None]
     problems, static = _static_problems(ctx, touched, present, packages)
+    users = static["dependents"]
     details: dict = {"modules": len(present), "problems": [q.to_dict() for q in problems], "static": static}
-    counts = {"files": len(present), "problems_added": len(problems)}
+    counts = {"files": len(present), "dependents": len(users), "problems_added": len(problems)}
     said = f"{len(problems)} problem(s) added"
-    evidence = [witness(STATIC, said, version=__version__, inputs=present, counts=counts)]
+    evidence = [witness(STATIC, said, version=__version__, inputs=present + users, counts=counts)]
     modules = [module_name(p) for p in present if p.split("/")[0] in packages]
+    # an untouched module the static check finds broken is imported for real too (the witness)
+    modules += sorted({module_name(q.file) for q in problems if q.file in users} - set(modules))
     settings = ctx.settings.get("tests")
     reason = None
     if settings is None:
@@ -139,17 +143,20 @@ def _run(ctx: GateContext) -> GateResult:
 
 def _static_problems(ctx: GateContext, touched: list[str], present: list[str],
                      packages: set[str]) -> tuple[list, dict]:  # fmt: skip
-    """The problems this patch adds to the touched files' static state, and which checks ran."""
+    """The problems this patch adds to the touched files' static state and to the untouched files
+    that use what the series takes away (``split.dependents``), and which checks ran."""
     base, post, pre = ctx.trees.base, ctx.state.post or {}, ctx.state.pre
     memo: dict = {}
     after, before = tree_state(base, post, packages, memo), tree_state(base, pre, packages, memo)
-    old = {q.key for p in touched for q in before.check(p)}
-    problems = [q for p in present for q in after.check(p) if q.key not in old]
+    users = dependents(base, [post], packages)
+    old = {q.key for p in [*touched, *users] for q in before.check(p)}
+    problems = [q for p in [*present, *users] for q in after.check(p) if q.key not in old]
     undefined_after = undefined_names(base, post, present)
     if undefined_after is not None:
         gone = {q.key for q in undefined_names(base, pre, touched) or []}
         problems += [q for q in undefined_after if q.key not in gone]
-    return problems, {"imports": True, "keywords": True, "undefined_names": undefined_after is not None}
+    return problems, {"imports": True, "keywords": True, "undefined_names": undefined_after is not None,
+                      "dependents": users}  # fmt: skip
 
 
 def _compared_imports(settings, pre: dict, post: dict, modules: list[str], existed: set[str]) -> dict:
