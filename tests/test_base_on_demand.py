@@ -276,6 +276,10 @@ def test_a_patch_that_provides_anothers_base_starts_first(monkeypatch):
     from patchkit.audit.shardplan import providers_first
 
     monkeypatch.setattr(shardplan, "applies", lambda base, patches: None)  # 0001, 0002 apply alone
+    # the needs as declared (what audit.needs adds is tested with real trees in test_working_needs)
+    monkeypatch.setattr(
+        shardplan, "patch_needs", lambda base, patch, earlier, alone: (patch.declared_needs, "")
+    )
 
     a, b, c = (SimpleNamespace(name=n, index=i, declared_needs=d) for i, (n, d) in
                enumerate([("0001", []), ("0002", []), ("0003", ["0001"])]))  # fmt: skip

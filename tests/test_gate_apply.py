@@ -1,7 +1,8 @@
 from fixtures.audit.builder import fake_base, file_diff
 
 from patchkit.audit.gates import PatchUnderAudit
-from patchkit.audit.gates.apply import apply_gate, needed_patches, series_states
+from patchkit.audit.gates.apply import apply_gate, series_states
+from patchkit.audit.needs import needed_patches
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
 from patchkit.report.words import gate_summary

@@ -201,6 +201,12 @@ def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of:
             break
         k, problem = todo[0]
         tried.add((problem.key, order[k]))
+        if problem.kind == "syntax":  # a change cut between domains: one of its blocks goes whole
+            mended = _mend_syntax(check, blocks, order, k, problem, problems)
+            if mended is not None:
+                problems, note = mended
+                notes.append(note)
+            continue
         user = _user_of(problem, order, k, blocks)
         later = set(order[order.index(user) + 1 :])
         sites = check.sites(problem, later)
@@ -239,6 +245,63 @@ def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of:
         if definer is not None:
             needs.append(Need(user, definer, problem))
     return order, notes, needs
+
+
+Found = list[tuple[int, Problem]]
+
+
+def _mend_syntax(check: CrossFile, blocks: Sequence[Block], order: list[str], k: int, problem: Problem,
+                 problems: Found) -> tuple[Found, dict] | None:  # fmt: skip
+    """A prefix state that does not parse: one statement's change was cut between domains (vLLM's
+    ``if (`` turned into ``x = (`` by one commit and its condition and body rewritten by another).
+    The blocks of that file with a later domain's lines, nearest to the error first, are tried
+    whole: first the later lines go to the domain of the prefix nearest to them, then the block's
+    prefix lines wait for its latest domain; the first that leaves fewer unparsable states and no
+    new one is kept."""
+    chosen = set(order[: k + 1])
+    rank = {name: i for i, name in enumerate(order)}
+    mine = sorted((b for b in blocks if b.path == problem.file), key=lambda b: b.old_index)
+    lines = _prefix_lines(mine, chosen)
+    early = [(lines[id(b)], d) for b in mine for d in b.domains() if d in chosen]
+    later = [b for b in mine if any(d not in chosen for d in b.domains())]
+    later.sort(key=lambda b: abs(lines[id(b)] - problem.line))
+    before = {q.key for _, q in problems if q.kind == "syntax"}
+    for block in later[:6]:
+        targets = []
+        if early:
+            targets.append(min(early, key=lambda e: abs(e[0] - lines[id(block)]))[1])
+        own = [d for d in block.domains() if d in rank]
+        if any(d in chosen for d in own):
+            targets.append(max(own, key=lambda d: rank[d]))
+        for target in dict.fromkeys(targets):
+            saved = (list(block.old_domains), list(block.new_domains))
+            why = f"a part of this change alone leaves {problem.file} unparsable ({problem.name})"
+            verdict = LineVerdict(target, f"merged into {target}: {why}")
+            for verdicts in (block.old_domains, block.new_domains):
+                for i, v in enumerate(verdicts):
+                    if v.domain != target:
+                        verdicts[i] = verdict
+            after = check.problems(order)
+            now = {q.key for _, q in after if q.kind == "syntax"}
+            # fewer unparsable states, none new; what a file that parses again shows besides (its
+            # own prefix problems, hidden while it did not parse) is for the rounds that follow
+            if len(now) < len(before) and not now - before:
+                note = {"step": "merge", "file": problem.file, "line": problem.line, "name": problem.name,
+                        "kind": "syntax", "domain": target, "from": ", ".join(sorted(set(own) - {target})),
+                        "why": why}  # fmt: skip
+                return after, note
+            block.old_domains[:], block.new_domains[:] = saved
+    return None
+
+
+def _prefix_lines(blocks: list[Block], chosen: set[str]) -> dict[int, int]:
+    """Each block's first line (1-based) in the state with only the ``chosen`` domains applied."""
+    out, shift = {}, 0
+    for block in blocks:
+        out[id(block)] = block.old_index + shift + 1
+        shift += sum(v.domain in chosen for v in block.new_domains)
+        shift -= sum(v.domain in chosen for v in block.old_domains)
+    return out
 
 
 def _binds(name: str, lines: list[str]) -> bool:

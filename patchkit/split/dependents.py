@@ -58,9 +58,10 @@ def lost(read_base: Read, files: Files, packages: set[str]) -> dict[str, set[str
             if attrs is not None and now_attrs is not None and set(attrs) - set(now_attrs):
                 gone.add(name)
         gone |= before.keys - after.keys
-        foreign = {n for n, (origin, _) in before.origins.items() if origin.split(".")[0] not in packages}
-        foreign |= {n for n in _plain_imports(old) if n not in packages}
-        gone = {n for n in gone - foreign if _NAME.match(n)}
+        if gone:  # rare: only then the imports it merely passed on are worth reading
+            foreign = {n for n, (origin, _) in before.origins.items() if origin.split(".")[0] not in packages}
+            foreign |= {n for n in _plain_imports(old) if n not in packages}
+            gone = {n for n in gone - foreign if _NAME.match(n)}
         if gone:
             out[path] = gone
     return out

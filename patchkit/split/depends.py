@@ -12,6 +12,7 @@ from patchkit.diff.hunks import HunkMismatch
 from patchkit.diff.model import Replay
 from patchkit.series.model import SplitPatch
 from patchkit.series.overlays import Overlay, base_matches
+from patchkit.split.needs import working_needs
 
 T = TypeVar("T")
 
@@ -63,7 +64,9 @@ def compute_dependencies(base: BaseTree, patches: list[SplitPatch],
                          overlays: dict[str, Overlay] | None = None) -> None:  # fmt: skip
     """Set ``depends_on``: the smallest earlier set with which a patch (with its overlays, from
     ``overlays`` by name) applies to base, proven smallest by trying every smaller subset of the
-    earlier patches on its files; plus the semantic needs the split recorded (``needs_why``)."""
+    earlier patches on its files; plus the semantic needs the split recorded (``needs_why``); plus
+    what it needs to work (``needs.working_needs``: base + its needs + it has no problem the series
+    state has not, the needs of its needs included), each with why in ``needs_why``."""
     overlays = overlays or {}
     states = _States(base, patches, overlays)
     for k, patch in enumerate(patches):
@@ -75,6 +78,15 @@ def compute_dependencies(base: BaseTree, patches: list[SplitPatch],
         semantic = [d for d in patch.depends_on if d in patch.needs_why and d not in textual]
         rank = {p.domain: i for i, p in enumerate(patches)}
         patch.depends_on = sorted(textual + semantic, key=lambda d: rank.get(d, len(rank)))
+    rank = {p.domain: i for i, p in enumerate(patches)}
+    found = working_needs(base, len(patches), states.after,
+                          [[rank[d] for d in p.depends_on if d in rank] for p in patches],
+                          lambda i: _touched(patches[i], overlays), lambda i: patches[i].domain)  # fmt: skip
+    for patch, (indices, why) in zip(patches, found):
+        for i, text in why.items():
+            patch.needs_why.setdefault(patches[i].domain, text)
+        wanted = set(patch.depends_on) | {patches[i].domain for i in indices}
+        patch.depends_on = sorted(wanted, key=lambda d: rank.get(d, len(rank)))
 
 
 def _touched(patch: SplitPatch, overlays: dict[str, Overlay]) -> set[str]:

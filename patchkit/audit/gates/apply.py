@@ -16,9 +16,9 @@ from patchkit.audit.gates import (
     witness,
 )
 from patchkit.audit.model import GateResult
+from patchkit.audit.needs import applies, series_needs
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
-from patchkit.split.depends import closure, minimal_needs
 from patchkit.values import Message
 
 
@@ -38,51 +38,16 @@ def series_states(base: BaseTree, patches: list[PatchUnderAudit]) -> list[Series
     return states
 
 
-def applies(base: BaseTree, patches: list[PatchUnderAudit]) -> str | None:
-    """None when ``patches`` apply in order on the base, else the first error."""
-    overlay: Overlay = {}
-    for patch in patches:
-        try:
-            apply_patch(patch, base.read, overlay)
-        except (HunkMismatch, ValueError) as exc:
-            return f"{patch.name}: {exc}"
-    return None
-
-
-def needed_patches(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUnderAudit]) -> list[str]:
-    """The smallest set of earlier patches it needs to apply on the base: exact (``minimal_needs``
-    tries every smaller subset of the earlier patches on its files first)."""
-    touched = {fp.old_path for fp in patch.files if fp.old_path} | {o.target for o in patch.overlays}
-    candidates = closure(touched, earlier, lambda p: p.touched)
-    states: dict[tuple[str, ...], Overlay | None] = {(): {}}  # subsets share their prefixes' states
-
-    def state_after(names: tuple[str, ...]) -> Overlay | None:
-        if names not in states:
-            before = state_after(names[:-1])
-            after = None if before is None else dict(before)
-            if after is not None:
-                try:
-                    apply_patch(by_name[names[-1]], base.read, after)
-                except (HunkMismatch, ValueError):
-                    after = None
-            states[names] = after
-        return states[names]
-
-    by_name = {p.name: p for p in [*candidates, patch]}
-    needed = minimal_needs(
-        candidates, lambda trial: state_after((*[p.name for p in trial], patch.name)) is not None
-    )
-    return [p.name for p in needed]
-
-
 def patch_needs(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUnderAudit],
                 alone_error: str | None) -> tuple[list[str], str]:  # fmt: skip
     """The earlier patches ``patch`` needs and where that comes from: split.json's depends_on
-    (textual and semantic needs alike), else computed — none when it applies alone
-    (``alone_error`` None; not read when split.json declares them)."""
-    if patch.declared_needs:
-        return list(patch.declared_needs), "split.json"
-    return (needed_patches(base, patch, earlier) if alone_error is not None else []), "computed"
+    (textual and semantic needs alike), else computed — none when it applies alone — and in both
+    cases what it needs to work besides (``audit.needs.series_needs``: "… + working", each added one
+    with why in ``patch.needs_why``). ``alone_error`` is kept for the callers' sake."""
+    needs, source, why = series_needs(base, [*earlier, patch])[-1]
+    for name, text in why.items():
+        patch.needs_why.setdefault(name, text)
+    return needs, source
 
 
 def apply_gate(
