@@ -40,25 +40,32 @@ def needed_patches(base: BaseTree, patch: PatchUnderAudit, earlier: list[PatchUn
     tries every smaller subset of the earlier patches on its files first)."""
     touched = {fp.old_path for fp in patch.files if fp.old_path} | {o.target for o in patch.overlays}
     candidates = closure(touched, earlier, lambda p: p.touched)
-    states: dict[tuple[str, ...], Overlay | None] = {(): {}}  # subsets share their prefixes' states
-
-    def state_after(names: tuple[str, ...]) -> Overlay | None:
-        if names not in states:
-            before = state_after(names[:-1])
-            after = None if before is None else dict(before)
-            if after is not None:
-                try:
-                    apply_patch(by_name[names[-1]], base.read, after)
-                except (HunkMismatch, ValueError):
-                    after = None
-            states[names] = after
-        return states[names]
-
-    by_name = {p.name: p for p in [*candidates, patch]}
+    state_after = States(base, {p.name: p for p in [*candidates, patch]})  # subsets share their prefixes
     needed = minimal_needs(
         candidates, lambda trial: state_after((*[p.name for p in trial], patch.name)) is not None
     )
     return [p.name for p in needed]
+
+
+class States:
+    """The files changed by applying patches (by key, in the given order) to the base, or None when
+    one does not apply; every prefix is remembered, so the orders tried share their common starts."""
+
+    def __init__(self, base: BaseTree, patches: dict) -> None:
+        self.base, self.patches = base, patches
+        self.memo: dict[tuple, Overlay | None] = {(): {}}
+
+    def __call__(self, order: tuple) -> Overlay | None:
+        if order not in self.memo:
+            before = self(order[:-1])
+            state = None if before is None else dict(before)
+            if state is not None:
+                try:
+                    apply_patch(self.patches[order[-1]], self.base.read, state)
+                except (HunkMismatch, ValueError):
+                    state = None
+            self.memo[order] = state
+        return self.memo[order]
 
 
 def series_needs(base: BaseTree, patches: list[PatchUnderAudit]) -> list[Answer]:
@@ -88,20 +95,7 @@ def _compute(base: BaseTree, patches: list[PatchUnderAudit]) -> list[Answer]:
             first.append(
                 ([index[n] for n in needed_patches(base, patch, patches[:i]) if n in index], "computed")
             )
-    memo: dict[tuple[int, ...], Overlay | None] = {(): {}}
-
-    def after(order: tuple[int, ...]) -> Overlay | None:
-        if order not in memo:
-            before = after(order[:-1])
-            state = None if before is None else dict(before)
-            if state is not None:
-                try:
-                    apply_patch(patches[order[-1]], base.read, state)
-                except (HunkMismatch, ValueError):
-                    state = None
-            memo[order] = state
-        return memo[order]
-
+    after = States(base, dict(enumerate(patches)))
     found = working_needs(base, len(patches), after, [needs for needs, _ in first],
                           lambda i: patches[i].touched, lambda i: patches[i].name)  # fmt: skip
     out: list[Answer] = []
