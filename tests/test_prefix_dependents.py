@@ -109,8 +109,8 @@ def test_nothing_lost_searches_nothing(tree, monkeypatch):
 
 def test_git_grep_and_the_plain_scan_find_the_same_files(tree):
     names = frozenset({"helper", "keep"})
-    by_git = dependents_module._grep(tree, names, frozenset({"pkg"}))
-    by_scan = dependents_module._scan(tree, names, frozenset({"pkg"}))
+    by_git = dependents_module._grep(tree, names)
+    by_scan = dependents_module._scan(tree, names)
     assert (
         by_git == by_scan == ["pkg/kw.py", "pkg/other.py", "pkg/sub/rel.py", "pkg/util.py", "pkg/worker.py"]
     )
@@ -123,3 +123,41 @@ def test_the_module_must_be_named_not_only_the_name(tree, tmp_path):
     gone = {"pkg/util.py": b"def keep():\n    return 1\n"}
     found = dependents(BaseTree(tree.root), [gone], {"pkg"})
     assert "pkg/local.py" not in found and "pkg/worker.py" in found
+
+
+def test_users_outside_the_touched_packages_are_read_too(tree, tmp_path):
+    """A root script and an ``__init__``-less tests/ directory import the package as well."""
+    (tree.root / "main.py").write_text("from pkg.util import helper\n\nVALUE = helper(1)\n")
+    (tree.root / "tests").mkdir()
+    (tree.root / "tests" / "test_u.py").write_text(
+        "import pkg.util\n\n\ndef test_u():\n    pkg.util.helper(1)\n"
+    )
+    gone = {"pkg/util.py": b"def keep():\n    return 1\n"}
+    result = check_states(BaseTree(tree.root), [("0001-a.patch", gone)], gone)
+    where = {(f["file"], f["name"]) for f in result.replay_findings}
+    assert ("main.py", "helper") in where  # from-import at module level
+    assert ("tests/test_u.py", "helper") in where  # pkg.util.helper through ``import pkg.util``
+
+
+def test_a_module_attribute_chain_and_a_class_attribute_through_a_module_are_read(tree, tmp_path):
+    (tree.root / "pkg" / "cls.py").write_text(
+        "class C:\n    def meth(self):\n        return 1\n\n    def keep(self):\n        return 2\n"
+    )
+    (tree.root / "pkg" / "chain.py").write_text(
+        "import pkg.cls\nfrom pkg import cls as m\n\nA = pkg.cls.C.meth\nB = m.C.keep\n"
+    )
+    narrowed = {"pkg/cls.py": b"class C:\n    def keep(self):\n        return 2\n"}
+    base = BaseTree(tree.root)
+    result = check_states(base, [("0001-a.patch", narrowed)], narrowed)
+    found = {(f["file"], f["name"], f["target"]) for f in result.replay_findings}
+    assert ("pkg/chain.py", "meth", "pkg.cls.C") in found
+    assert not any(f["name"] == "keep" for f in result.replay_findings)
+
+
+def test_a_deleted_package_is_not_a_namespace_package(tree, tmp_path):
+    (tree.root / "pkg" / "sub" / "x.py").write_text("X = 1\n")
+    (tree.root / "pkg" / "subuser.py").write_text("import pkg.sub\nfrom pkg import sub\n")
+    deleted = {"pkg/sub/__init__.py": None, "pkg/sub/x.py": None, "pkg/sub/rel.py": None}
+    result = check_states(BaseTree(tree.root), [("0001-a.patch", deleted)], deleted)
+    kinds = {(f["file"], f["kind"]) for f in result.replay_findings}
+    assert ("pkg/subuser.py", "module") in kinds, result.replay_findings

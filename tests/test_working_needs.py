@@ -161,3 +161,110 @@ def test_the_audit_grows_a_hand_made_series_needs_and_says_why(tmp_path, monkeyp
     assert user_gate["needs"] == ["0001-buf.patch"] and user_gate["needs_from"] == "computed + working"
     assert "imports vllm.buf, which does not exist" in user_gate["needs_why"]["0001-buf.patch"]
     assert gates["0001-buf.patch"]["details"]["needs"] == []
+
+
+def _audit_needs(tmp_path, base: dict[str, str], patches: list[dict[str, str | None]]) -> dict:
+    """A hand-made series (each patch: path -> new text, on the state before it), audited with the
+    apply gate; each patch's details by name."""
+    root = tmp_path / "base"
+    _write(root, base)
+    state, texts = dict(base), {}
+    for i, change in enumerate(patches, 1):
+        diff = "".join(file_diff(p, state.get(p), t) for p, t in change.items())
+        state.update(change)
+        texts[f"000{i}-p{i}.patch"] = patch_text(diff)
+    series = write_series(tmp_path / "series", texts)
+    out = tmp_path / "a.json"
+    result = CliRunner().invoke(
+        app, ["audit", str(series), "--base", str(root), "--gates", "apply", "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    return {p["patch"]: (p["gates"][0] if isinstance(p["gates"], list) else p["gates"]["apply"])["details"]
+            for p in json.loads(out.read_text())["patches"]}  # fmt: skip
+
+
+def test_needs_cover_other_top_level_packages_module_attributes_and_keywords(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
+    base = {**INIT, "app/__init__.py": "", "app/x.py": "V = 1\n", "pkg/m.py": "def f():\n    return 1\n",
+            "pkg/u.py": "U = 1\n", "pkg/w.py": "W = 1\n"}  # fmt: skip
+    details = _audit_needs(tmp_path, base, [
+        {"pkg/buf.py": "SIZE = 4\n"},  # a module another top-level package imports
+        {"app/x.py": "from pkg.buf import SIZE\n\nV = SIZE\n"},
+        {"pkg/m.py": "NEW = 2\n\n\ndef f(kw=0):\n    return kw\n"},
+        {"pkg/u.py": "import pkg.m\n\nU = pkg.m.NEW\n"},  # an attribute through ``import pkg.m``
+        {"pkg/w.py": "from pkg import m\n\nW = m.f(kw=1)\n"},  # a keyword through a module
+    ])  # fmt: skip
+    assert details["0002-p2.patch"]["needs"] == ["0001-p1.patch"]
+    assert details["0004-p4.patch"]["needs"] == ["0003-p3.patch"]
+    assert "pkg.m has no name 'NEW'" in details["0004-p4.patch"]["needs_why"]["0003-p3.patch"]
+    assert details["0005-p5.patch"]["needs"] == ["0003-p3.patch"]
+    assert "passes kw= to pkg.m.f" in details["0005-p5.patch"]["needs_why"]["0003-p3.patch"]
+    # the witness: each alone does not import, with its needs it does
+    for name, module, needs in (
+        ("0002", "app.x", ["0001"]),
+        ("0004", "pkg.u", ["0003"]),
+        ("0005", "pkg.w", ["0003"]),
+    ):
+        series = tmp_path / "series"
+        alone = _state(tmp_path, base, [(series / f"{name}-p{name[-1]}.patch").read_text()], f"alone{name}")
+        assert not _imports(alone, module), name
+        texts = [(series / f"{n}-p{n[-1]}.patch").read_text() for n in [*needs, name]]
+        assert _imports(_state(tmp_path, base, texts, f"needs{name}"), module), name
+
+
+def test_a_need_whose_file_the_patch_breaks_brings_the_patch_that_mends_it(tmp_path, monkeypatch):
+    """p3 needs p1 to apply; p1 makes pkg/u.py import ``old``, p3 removes ``old``, p2 drops the
+    import: with p1 alone before it p3's state does not import, so p3 needs p2 too."""
+    monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
+    base = {**INIT, "pkg/m.py": "def old():\n    return 1\n\n\nX = 1\n", "pkg/u.py": "V = 1\n"}
+    details = _audit_needs(tmp_path, base, [
+        {"pkg/m.py": "def old():\n    return 1\n\n\nX = 10\n",
+         "pkg/u.py": "from pkg.m import old\n\nV = old()\n"},
+        {"pkg/u.py": "V = 1\n"},
+        {"pkg/m.py": "X = 11\n"},
+    ])  # fmt: skip
+    assert details["0003-p3.patch"]["needs"] == ["0001-p1.patch", "0002-p2.patch"]
+    series = tmp_path / "series"
+    texts = [(series / n).read_text() for n in ("0001-p1.patch", "0003-p3.patch")]
+    assert not _imports(_state(tmp_path, base, texts, "without"), "pkg.u")
+
+
+def test_a_caller_updated_only_after_its_callee_went_is_ordered_first(tmp_path):
+    base = {**INIT, "pkg/m.py": "def gone():  # USE\n    return 1  # USE\n\n\ndef keep():\n    return 2\n",
+            "pkg/u.py": "from pkg.m import gone\n\nX = gone()\n"}  # fmt: skip
+    final = {**INIT, "pkg/m.py": "def keep():\n    return 2\n", "pkg/u.py": "X = 1\n"}
+    result, _ = _split(tmp_path, base, final)
+    assert [p.domain for p in result.series.patches] == ["late", "early"]
+    assert any(r["step"] == "reorder" for r in result.series.resolutions)
+    texts = [result.texts[p.filename] for p in result.series.patches]
+    for k in range(1, len(texts) + 1):  # every prefix imports, built by git
+        assert _imports(_state(tmp_path, base, texts[:k], f"prefix{k}"), "pkg.u"), k
+
+
+def test_several_cut_statements_in_one_file_are_all_mended(tmp_path):
+    def cut(name: str, new: bool) -> str:
+        if new:
+            head = f"def {name}(a, b):\n    cand = (\n        a\n        and b\n    )\n"
+            return head + "    if cand:  # USE\n        return 1\n    return 0\n"
+        return (
+            f"def {name}(a, b):\n    if (\n        a\n        and b\n    ):\n        return 1\n    return 0\n"
+        )
+
+    pad = "".join(f"\n\ndef pad{i}():\n    return {i}\n" for i in range(8))
+    old_cfg, new_cfg = 'CFG = {\n    "a": 1,\n    "b": 2,\n}\n', "CFG = dict(  # USE\n    a=1,\n    b=2,\n)\n"
+    base = {
+        **INIT,
+        "pkg/other.py": "H = 1\n",
+        "pkg/m.py": cut("f", False) + pad + cut("g", False) + pad + old_cfg,
+    }
+    final = {
+        **INIT,
+        "pkg/other.py": "H = 2\n",
+        "pkg/m.py": cut("f", True) + pad + cut("g", True) + pad + new_cfg,
+    }
+    result, _ = _split(tmp_path, base, final)
+    assert sum(r["kind"] == "syntax" for r in result.series.resolutions) >= 2
+    texts = [result.texts[p.filename] for p in result.series.patches]
+    for k in range(1, len(texts) + 1):
+        where = _state(tmp_path, base, texts[:k], f"prefix{k}")
+        assert _imports(where, "pkg.m"), k

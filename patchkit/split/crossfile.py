@@ -27,11 +27,14 @@ from dataclasses import dataclass
 from patchkit.base.tree import BaseTree
 from patchkit.split import undefined
 from patchkit.split.blocks import Block
+from patchkit.split.dependents import dependents
+from patchkit.split.mend import mend_removal, mend_syntax
 from patchkit.split.names import code_of, defined_names, statements, used_names
 from patchkit.split.rules import LineVerdict
 from patchkit.split.static import Problem, first_party, tree_state
 
 StateOf = Callable[[str, set[str]], "bytes | None"]
+StatesOf = Callable[[str, list[set[str]]], "list[bytes | None]"]
 
 
 @dataclass
@@ -85,8 +88,10 @@ def merge_split_locals(blocks: Sequence[Block], order: list[str]) -> list[dict]:
 class CrossFile:
     """The prefix states of a split in progress, checked with ``static``."""
 
-    def __init__(self, base: BaseTree, blocks: Sequence[Block], state_of: StateOf) -> None:
+    def __init__(self, base: BaseTree, blocks: Sequence[Block], state_of: StateOf,
+                 states_of: StatesOf | None = None) -> None:  # fmt: skip
         self.base, self.blocks, self.state_of = base, blocks, state_of
+        self.states_of = states_of or (lambda path, chosens: [state_of(path, c) for c in chosens])
         self.by_path: dict[str, list[Block]] = {}
         for block in blocks:
             self.by_path.setdefault(block.path, []).append(block)
@@ -111,10 +116,14 @@ class CrossFile:
         and ruff's undefined names (one ruff process for all the states)."""
         out = []
         asked, states = [], []
-        for k in range(len(order) - 1):
-            chosen = set(order[: k + 1])
-            touched = [p for p in self.paths if any(d in chosen for b in self._of(p) for d in b.domains())]
-            files = {p: self.state_of(p, chosen) for p in touched}
+        chosens = [set(order[: k + 1]) for k in range(len(order) - 1)]
+        # each file's domains and its state after every prefix, read once per call (lines only
+        # move between calls)
+        mine = {p: {d for b in self._of(p) for d in b.domains()} for p in self.paths}
+        every = {p: self.states_of(p, chosens) for p in self.paths}
+        for k, chosen in enumerate(chosens):
+            touched = [p for p in self.paths if mine[p] & chosen]
+            files = {p: every[p][k] for p in touched}
             states.append((k, touched, files))
             asked.append({p: d for p, d in files.items() if p.endswith(".py")})
         answer = None
@@ -129,7 +138,7 @@ class CrossFile:
                 answer = undefined.check_async(self.ends + asked)
         for k, touched, files in states:
             state = tree_state(self.base, files, self.packages, self.memo)
-            for path in touched:
+            for path in touched + self._users(files, touched):
                 if path.endswith(".py"):
                     out += [(k, q) for q in state.check(path) if q.key not in self.known]
         if answer is not None:
@@ -147,6 +156,15 @@ class CrossFile:
 
     def _of(self, path: str) -> list[Block]:
         return self.by_path.get(path, [])
+
+    def _users(self, files: dict, touched: list[str]) -> list[str]:
+        """Files a later domain changes, still the base's in this state, that use what the state
+        removes (``dependents``): a caller updated only after its callee went."""
+        later = [p for p in self.paths if p.endswith(".py") and p not in files]
+        if not later:
+            return []
+        found = set(dependents(self.base, [files], self.packages, exclude=set(touched)))
+        return [p for p in later if p in found]
 
     def sites(self, problem: Problem, later: set[str]) -> list[tuple[Block, int, int]]:
         """(block, start, stop) of the added statements of ``later`` domains that introduce the name."""
@@ -202,12 +220,18 @@ def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of:
         k, problem = todo[0]
         tried.add((problem.key, order[k]))
         if problem.kind == "syntax":  # a change cut between domains: one of its blocks goes whole
-            mended = _mend_syntax(check, blocks, order, k, problem, problems)
+            mended = mend_syntax(check, blocks, order, k, problem, problems)
             if mended is not None:
                 problems, note = mended
                 notes.append(note)
             continue
         user = _user_of(problem, order, k, blocks)
+        if not any(d in order[: k + 1] for b in blocks if b.path == problem.file for d in b.domains()):
+            mended = mend_removal(check, blocks, order, k, problem, problems)  # a user still the base's
+            if mended is not None:
+                order, problems, note = mended
+                notes.append(note)
+            continue
         later = set(order[order.index(user) + 1 :])
         sites = check.sites(problem, later)
         if not sites:
@@ -245,63 +269,6 @@ def resolve(base: BaseTree, blocks: Sequence[Block], order: list[str], state_of:
         if definer is not None:
             needs.append(Need(user, definer, problem))
     return order, notes, needs
-
-
-Found = list[tuple[int, Problem]]
-
-
-def _mend_syntax(check: CrossFile, blocks: Sequence[Block], order: list[str], k: int, problem: Problem,
-                 problems: Found) -> tuple[Found, dict] | None:  # fmt: skip
-    """A prefix state that does not parse: one statement's change was cut between domains (vLLM's
-    ``if (`` turned into ``x = (`` by one commit and its condition and body rewritten by another).
-    The blocks of that file with a later domain's lines, nearest to the error first, are tried
-    whole: first the later lines go to the domain of the prefix nearest to them, then the block's
-    prefix lines wait for its latest domain; the first that leaves fewer unparsable states and no
-    new one is kept."""
-    chosen = set(order[: k + 1])
-    rank = {name: i for i, name in enumerate(order)}
-    mine = sorted((b for b in blocks if b.path == problem.file), key=lambda b: b.old_index)
-    lines = _prefix_lines(mine, chosen)
-    early = [(lines[id(b)], d) for b in mine for d in b.domains() if d in chosen]
-    later = [b for b in mine if any(d not in chosen for d in b.domains())]
-    later.sort(key=lambda b: abs(lines[id(b)] - problem.line))
-    before = {q.key for _, q in problems if q.kind == "syntax"}
-    for block in later[:6]:
-        targets = []
-        if early:
-            targets.append(min(early, key=lambda e: abs(e[0] - lines[id(block)]))[1])
-        own = [d for d in block.domains() if d in rank]
-        if any(d in chosen for d in own):
-            targets.append(max(own, key=lambda d: rank[d]))
-        for target in dict.fromkeys(targets):
-            saved = (list(block.old_domains), list(block.new_domains))
-            why = f"a part of this change alone leaves {problem.file} unparsable ({problem.name})"
-            verdict = LineVerdict(target, f"merged into {target}: {why}")
-            for verdicts in (block.old_domains, block.new_domains):
-                for i, v in enumerate(verdicts):
-                    if v.domain != target:
-                        verdicts[i] = verdict
-            after = check.problems(order)
-            now = {q.key for _, q in after if q.kind == "syntax"}
-            # fewer unparsable states, none new; what a file that parses again shows besides (its
-            # own prefix problems, hidden while it did not parse) is for the rounds that follow
-            if len(now) < len(before) and not now - before:
-                note = {"step": "merge", "file": problem.file, "line": problem.line, "name": problem.name,
-                        "kind": "syntax", "domain": target, "from": ", ".join(sorted(set(own) - {target})),
-                        "why": why}  # fmt: skip
-                return after, note
-            block.old_domains[:], block.new_domains[:] = saved
-    return None
-
-
-def _prefix_lines(blocks: list[Block], chosen: set[str]) -> dict[int, int]:
-    """Each block's first line (1-based) in the state with only the ``chosen`` domains applied."""
-    out, shift = {}, 0
-    for block in blocks:
-        out[id(block)] = block.old_index + shift + 1
-        shift += sum(v.domain in chosen for v in block.new_domains)
-        shift -= sum(v.domain in chosen for v in block.old_domains)
-    return out
 
 
 def _binds(name: str, lines: list[str]) -> bool:

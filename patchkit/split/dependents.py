@@ -26,7 +26,8 @@ from patchkit.split.modfacts import facts_of, module_name
 Files = dict[str, "bytes | None"]
 Read = Callable[[str], "bytes | None"]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HITS: dict[tuple[str, frozenset[str], frozenset[str]], list[str]] = {}
+_HITS: dict[tuple[str, frozenset[str]], list[str]] = {}
+_LOST: dict[tuple[str, bytes, bytes, frozenset[str]], frozenset[str]] = {}
 
 
 def lost(read_base: Read, files: Files, packages: set[str]) -> dict[str, set[str]]:
@@ -45,26 +46,36 @@ def lost(read_base: Read, files: Files, packages: set[str]) -> dict[str, set[str
         if new is None:
             out[path] = {_stem(path)}
             continue
-        before, after = facts_of(path, old), facts_of(path, new)
-        if before.error or after.error:
-            continue  # a file that does not parse is the touched file's own problem
-        gone = before.names - after.names
-        for name, accepted in before.signatures.items():
-            now = after.signatures.get(name, accepted)
-            if now is not None and (accepted is None or accepted - now):
-                gone.add(name)
-        for name, attrs in before.class_attrs.items():
-            now_attrs = after.class_attrs.get(name)
-            if attrs is not None and now_attrs is not None and set(attrs) - set(now_attrs):
-                gone.add(name)
-        gone |= before.keys - after.keys
-        if gone:  # rare: only then the imports it merely passed on are worth reading
-            foreign = {n for n, (origin, _) in before.origins.items() if origin.split(".")[0] not in packages}
-            foreign |= {n for n in _plain_imports(old) if n not in packages}
-            gone = {n for n in gone - foreign if _NAME.match(n)}
-        if gone:
-            out[path] = gone
+        key = (path, old, new, frozenset(packages))  # the same contents come back state after state
+        if key not in _LOST:
+            if len(_LOST) > 4096:
+                _LOST.clear()
+            _LOST[key] = _lost_names(path, old, new, packages)
+        if _LOST[key]:
+            out[path] = set(_LOST[key])
     return out
+
+
+def _lost_names(path: str, old: bytes, new: bytes, packages: set[str]) -> frozenset[str]:
+    """What one module no longer offers against the base (see ``lost``)."""
+    before, after = facts_of(path, old), facts_of(path, new)
+    if before.error or after.error:
+        return frozenset()  # a file that does not parse is the touched file's own problem
+    gone = before.names - after.names
+    for name, accepted in before.signatures.items():
+        now = after.signatures.get(name, accepted)
+        if now is not None and (accepted is None or accepted - now):
+            gone.add(name)
+    for name, attrs in before.class_attrs.items():
+        now_attrs = after.class_attrs.get(name)
+        if attrs is not None and now_attrs is not None and set(attrs) - set(now_attrs):
+            gone.add(name)
+    gone |= before.keys - after.keys
+    if gone:  # rare: only then the imports it merely passed on are worth reading
+        foreign = {n for n, (origin, _) in before.origins.items() if origin.split(".")[0] not in packages}
+        foreign |= {n for n in _plain_imports(old) if n not in packages}
+        gone = {n for n in gone - foreign if _NAME.match(n)}
+    return frozenset(gone)
 
 
 _IMPORT = re.compile(rb"^[ \t]*import[ \t]+([\w. \t,]+?)[ \t]*(?:#.*)?$", re.M)
@@ -88,12 +99,17 @@ def _stem(path: str) -> str:
     return module_name(path).rpartition(".")[2]
 
 
-def dependents(base: BaseTree, states: Iterable[Files], packages: set[str]) -> list[str]:
-    """The untouched Python files of ``packages`` on the base that mention a name some state's
-    touched module lost, and that module's own name (an import of it, or a relative one): the files
-    to check in each state besides the touched ones. Sorted; empty when nothing is lost."""
+def dependents(base: BaseTree, states: Iterable[Files], packages: set[str],
+               exclude: set[str] | None = None) -> list[str]:  # fmt: skip
+    """The Python files of the base (anywhere in the tree: a root script and an ``__init__``-less
+    ``tests/`` count) that mention a name some state's touched module of ``packages`` lost, and that
+    module's own name (an import of it, or a relative one): the files to check in each state besides
+    the touched ones. ``exclude``: files not to list (default: every file a state touches; a caller
+    checking several states passes what it checks anyway per state). Sorted; empty when nothing is
+    lost."""
     states = list(states)
     touched = set().union(*(set(files) for files in states)) if states else set()
+    touched = touched if exclude is None else exclude
     by_module: dict[str, set[str]] = {}
     for files in states:
         for path, names in lost(base.read, files, packages).items():
@@ -101,7 +117,7 @@ def dependents(base: BaseTree, states: Iterable[Files], packages: set[str]) -> l
     if not by_module or not packages:
         return []
     names = frozenset(n for found in by_module.values() for n in found)
-    found = _grep(base, names, frozenset(packages))
+    found = _grep(base, names)
     out = []
     for path in found:
         if path in touched or not path.endswith(".py"):
@@ -149,41 +165,40 @@ def _mentions(data: bytes, name: str) -> bool:
     return re.search(rb"(?<![\w])" + re.escape(word) + rb"(?![\w])", data) is not None
 
 
-def _grep(base: BaseTree, names: frozenset[str], packages: frozenset[str]) -> list[str]:
-    """Files under the packages' directories that contain one of ``names`` as a word: one
-    ``git grep --no-index`` (any directory, git's own threads), remembered per base and question."""
-    key = (str(base.root), names, packages)
+def _grep(base: BaseTree, names: frozenset[str]) -> list[str]:
+    """The tree's Python files that contain one of ``names`` as a word: one ``git grep --no-index``
+    (any directory, git's own threads), remembered per base and question."""
+    key = (str(base.root), names)
     if key not in _HITS:
         if len(_HITS) > 64:
             _HITS.clear()
         argv = ["git", "grep", "--no-index", "-l", "-w", "-F", "-I"]
         for name in sorted(names):
             argv += ["-e", name]
-        argv += ["--", *(f"{p}/*.py" for p in sorted(packages))]
+        argv += ["--", "*.py"]
         try:
             proc = subprocess.run(argv, cwd=base.root, capture_output=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired):
-            _HITS[key] = _scan(base, names, packages)
+            _HITS[key] = _scan(base, names)
         else:
             if proc.returncode in (0, 1):  # 1: nothing found
                 lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-                _HITS[key] = sorted(line for line in lines if line)
+                _HITS[key] = sorted(line for line in lines if line and not line.startswith(".git/"))
             else:
-                _HITS[key] = _scan(base, names, packages)
+                _HITS[key] = _scan(base, names)
     return _HITS[key]
 
 
-def _scan(base: BaseTree, names: frozenset[str], packages: frozenset[str]) -> list[str]:
-    """The same question without git (no git, or it failed): read the packages' files."""
+def _scan(base: BaseTree, names: frozenset[str]) -> list[str]:
+    """The same question without git (no git, or it failed): read the tree's Python files."""
     out = []
-    for package in sorted(packages):
-        for file in sorted((base.root / package).rglob("*.py")):
-            if not file.is_file() or file.is_symlink():
-                continue
-            rel = file.relative_to(base.root).as_posix()
-            data = base.read(rel)
-            if data is not None and any(n.encode() in data and _mentions(data, n) for n in names):
-                out.append(rel)
+    for file in sorted(base.root.rglob("*.py")):
+        rel = file.relative_to(base.root).as_posix()
+        if rel.startswith(".git/") or not file.is_file() or file.is_symlink():
+            continue
+        data = base.read(rel)
+        if data is not None and any(n.encode() in data and _mentions(data, n) for n in names):
+            out.append(rel)
     return out
 
 

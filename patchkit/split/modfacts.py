@@ -56,7 +56,7 @@ class Facts:
         return facts
 
 
-_CACHE_KIND = "static-facts-3"  # bump when what ``Facts`` records changes
+_CACHE_KIND = "static-facts-4"  # bump when what ``Facts`` records changes
 _FACTS: dict[tuple[str, bytes], Facts] = {}
 _USES: dict[tuple[str, bytes], Facts] = {}
 _TREES: dict[tuple[str, bytes], ast.Module | str] = {}
@@ -257,6 +257,10 @@ def _uses(tree: ast.Module, facts: Facts, path: str) -> None:
                 facts.imports.append((node.lineno, alias.name, None))
                 if alias.asname:
                     facts.modules[alias.asname] = alias.name
+                elif "." in alias.name:  # ``import a.b.c``: ``a.b.c.NAME`` reads module a.b.c
+                    parts = alias.name.split(".")
+                    for cut in range(2, len(parts) + 1):
+                        facts.modules.setdefault(".".join(parts[:cut]), ".".join(parts[:cut]))
         elif isinstance(node, ast.ImportFrom):
             if any(a <= node.lineno <= b for a, b in optional):
                 continue
@@ -265,13 +269,27 @@ def _uses(tree: ast.Module, facts: Facts, path: str) -> None:
                 if alias.name != "*":
                     facts.imports.append((node.lineno, module, alias.name))
                     facts.modules[alias.asname or alias.name] = f"{module}.{alias.name}"
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.keywords:
+        elif isinstance(node, ast.Call) and node.keywords and _dotted(node.func):
+            # ``f(kw=)``, and ``m.f(kw=)`` / ``a.b.f(kw=)`` through a module (``static`` decides)
             keywords = [k.arg for k in node.keywords if k.arg is not None]
-            if keywords and not shadowed(node.func.id, node.lineno):
-                facts.calls.append((node.lineno, node.func.id, keywords))
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if isinstance(node.ctx, ast.Load) and not shadowed(node.value.id, node.lineno):
-                facts.attributes.append((node.lineno, node.value.id, node.attr))
+            name = _dotted(node.func) or ""
+            if keywords and not shadowed(name.split(".")[0], node.lineno):
+                facts.calls.append((node.lineno, name, keywords))
+        elif isinstance(node, ast.Attribute) and _dotted(node.value):
+            name = _dotted(node.value) or ""
+            if isinstance(node.ctx, ast.Load) and not shadowed(name.split(".")[0], node.lineno):
+                facts.attributes.append((node.lineno, name, node.attr))
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a`` or ``a.b.c`` for a name or a chain of attributes on a name; None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
 
 
 def _scope(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int, set[str]]:

@@ -47,12 +47,16 @@ def working_needs(base: BaseTree, count: int, after: After, needs: list[list[int
         have = _closed(set(needs[k]), final)
         why: dict[int, str] = {}
         series = after(tuple(range(k + 1)))
-        paths = sorted(p for p in touched(k) if p.endswith(".py") and series is not None and series.get(p))
-        while paths and len(have) < k:
+        own = sorted(p for p in touched(k) if p.endswith(".py") and series is not None and series.get(p))
+        so_far = {p for i in range(k + 1) for p in touched(i)}
+        while own and len(have) < k:
             alone = after((*sorted(have), k))
             if alone is None:
                 break  # it does not apply with these needs: the apply check's to say
-            packages = first_party(paths, lambda p, s=alone: s[p] if p in s else base.read(p))
+            # its files and its needs' (a need's file can use what this patch removes), present in both
+            paths = sorted({p for i in have for p in touched(i) if p.endswith(".py")} | set(own))
+            paths = [p for p in paths if _present(base, alone, p) and _present(base, series, p)]  # type: ignore[arg-type]
+            packages = first_party(so_far, lambda p, s=alone: s[p] if p in s else base.read(p))
             users = dependents(base, [alone], packages)
             extra = _problems(base, alone, paths, users, packages, memo)
             for key in _problems(base, series, paths, users, packages, memo):  # type: ignore[arg-type]
@@ -70,6 +74,10 @@ def working_needs(base: BaseTree, count: int, after: After, needs: list[list[int
         final.append(sorted(have))
         out.append((sorted(have), why))
     return out
+
+
+def _present(base: BaseTree, files: Files, path: str) -> bool:
+    return (files[path] if path in files else base.read(path)) is not None
 
 
 def _reason(fixed: list[Problem], theirs: set[str]) -> str:

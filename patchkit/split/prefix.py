@@ -62,22 +62,26 @@ def check_states(base: BaseTree, states: list[tuple[str, Files]], final: Files,
     known = {p.key for path in final if path.endswith(".py") for p in end.check(path)}
     on_base = {p.key for path in final if path.endswith(".py") for p in start.check(path)}
     # untouched files that use what a state takes away (a removed function, module, keyword)
-    result.dependents = dependents(base, [files for _, files in states] + [final], packages)
-    known |= {p.key for path in result.dependents for p in end.check(path)}
-    on_base |= {p.key for path in result.dependents for p in start.check(path)}
+    # (a file a later state touches is still the base's in the states before it: listed, and checked
+    # as a dependent in every state that leaves it untouched)
     seen: set[tuple[str, str, str, str]] = set()
     touched: set[str] = set()
     touched_at: list[set[str]] = []
     for k, (_, files) in enumerate(states):
         touched |= touched_of(k) if touched_of else set(files)
         touched_at.append(set(touched))
+    users = dependents(base, [files for _, files in states] + [final], packages, exclude=set())
+    result.dependents = [p for p in users if not touched_at or p not in touched_at[0]]
+    known |= {p.key for path in result.dependents for p in end.check(path)}
+    on_base |= {p.key for path in result.dependents for p in start.check(path)}
     undefined = _undefined(base, states, final, touched_at, result)
     known |= undefined[1]
     on_base |= undefined[0]
     for k, (name, files) in enumerate(states):
         touched = touched_at[k]
         state = tree_state(base, files, packages, memo)
-        for path in sorted(p for p in touched if p.endswith(".py")) + result.dependents:
+        users = [p for p in result.dependents if p not in touched]
+        for path in sorted(p for p in touched if p.endswith(".py")) + users:
             result.files_checked += 1
             source = state.read(path)
             if source is None:

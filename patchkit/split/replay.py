@@ -235,17 +235,27 @@ def composed_state(memo: dict[tuple, Side], state: FileState, blocks: list[Block
     """``compose``, once per distinct answer: a file's state depends only on which of its own
     domains are chosen and on where its lines are now (moves change that, so it is in the key).
     The same bytes object comes back, so the checks' memos keyed by content hash it once."""
+    return composed_states(memo, state, blocks, [chosen])[0]
+
+
+def composed_states(memo: dict[tuple, Side], state: FileState, blocks: list[Block],
+                    chosens: list[set[str]]) -> list[Side]:  # fmt: skip
+    """``composed_state`` for several choices of domains at once: where the lines are now is read
+    once (the cross-file pass asks for every prefix of a file in one go)."""
     present = {d for b in blocks for d in b.domains()}
     where = tuple(
         (id(b), b.old_index, len(b.old), len(b.new), *(v.domain for v in (*b.old_domains, *b.new_domains)))
         for b in blocks
     )
-    key = (blocks[0].path, frozenset(present & chosen), where)
-    if key not in memo:
-        if len(memo) > 4096:
-            memo.clear()
-        memo[key] = compose(state, blocks, chosen)
-    return memo[key]
+    out = []
+    for chosen in chosens:
+        key = (blocks[0].path, frozenset(present & chosen), where)
+        if key not in memo:
+            if len(memo) > 4096:
+                memo.clear()
+            memo[key] = compose(state, blocks, chosen)
+        out.append(memo[key])
+    return out
 
 
 def _extend(out: list[str], piece: list[str]) -> None:
@@ -293,12 +303,15 @@ def split_replay(replay: Replay, base: BaseTree, domains: list[Domain], prefix: 
         def state_of(path: str, chosen: set[str]) -> bytes | None:
             return composed_state(composed, states[path], by_file[path], chosen)[0]
 
+        def states_of(path: str, chosens: list[set[str]]) -> list[bytes | None]:
+            return [side[0] for side in composed_states(composed, states[path], by_file[path], chosens)]
+
         resolutions: list[dict] = []
         check = None
         for _ in range(4):  # name moves and cross-file moves until nothing moves (bounded)
             if follow_definitions(blocks, order, state_of):
                 order = [name for name in order if any(name in b.domains() for b in blocks)]
-            check = check or CrossFile(base, blocks, state_of)
+            check = check or CrossFile(base, blocks, state_of, states_of)
             order, found, needs = resolve(base, blocks, order, state_of, check=check)  # across files
             resolutions += found
             if not found:

@@ -174,6 +174,12 @@ class State:
                 problems.append(Problem(path, line, "name", name, module))
         for line, local, attr in facts.attributes:
             target = facts.modules.get(local)
+            if target is None and "." in local:  # ``m.Cls.attr``: a class of a first-party module
+                owner, _, cls = local.rpartition(".")
+                module = self._module_of(facts, owner)
+                if module is not None and "." not in cls:
+                    problems += self._class_attribute(path, line, module, cls, attr)
+                continue
             if target is None or target.split(".")[0] not in self.first_party:
                 continue
             if self.exists(target):  # a module
@@ -186,11 +192,22 @@ class State:
                 where, accepted = f"{me}.{local}", facts.signatures[local]
             elif local in facts.origins and facts.origins[local][0].split(".")[0] in self.first_party:
                 where, accepted = self.signature(*facts.origins[local])
+            elif "." in local and self._module_of(facts, local.rpartition(".")[0]):  # m.f(kw=)
+                owner, _, name = local.rpartition(".")
+                where, accepted = self.signature(self._module_of(facts, owner) or "", name)
             else:
                 continue
             if accepted is not None:
                 problems += [Problem(path, line, "keyword", k, where) for k in keywords if k not in accepted]
         return problems
+
+    def _module_of(self, facts: Facts, local: str) -> str | None:
+        """The first-party module ``local`` (a name or a dotted chain) stands for here, if any."""
+        target = facts.modules.get(local)
+        if target is None or target.split(".")[0] not in self.first_party or not self.exists(target):
+            return None
+        path, module_facts = self.module(target)
+        return target if path is not None and module_facts is not None else None
 
     def _class_attribute(self, path: str, line: int, module: str, name: str, attr: str) -> list[Problem]:
         where, _ = self.signature(module, name)
@@ -210,6 +227,18 @@ class State:
         if facts.dynamic and not (facts.keys and attr.isupper() and attr not in facts.keys):
             return []
         return [Problem(path, line, "name", attr, target)]
+
+
+def _survives(where: os.PathLike, path: str, gone: set[str]) -> bool:
+    """Does a file of the base directory ``path`` stay when the ``gone`` files are deleted (git
+    removes a directory with its last file: no namespace package is left behind)?"""
+    for root, _, names in os.walk(where):
+        rel = os.path.relpath(root, where)
+        for name in names:
+            inner = name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
+            if f"{path}/{inner}" not in gone:
+                return True
+    return False
 
 
 def _line(error: str) -> int:
@@ -245,12 +274,16 @@ def tree_state(base: BaseTree, files: Files, packages: set[str], memo: dict | No
     dirs = {"/".join(p.split("/")[:i]) for p, data in files.items() if data is not None
             for i in range(1, p.count("/") + 1)}  # fmt: skip
 
+    gone = {p for p, data in files.items() if data is None}
+
     def is_dir(path: str) -> bool:
         if path in dirs:
             return True
         key = ("dir", path)
         if key not in memo:
             memo[key] = ".." not in path.split("/") and os.path.isdir(base.root / path)
+        if memo[key] and any(p.startswith(path + "/") for p in gone):
+            return _survives(base.root / path, path, gone)  # a package whose files all go is gone
         return memo[key]
 
     def overlaid(base_path: str) -> bool:  # does the overlay decide this module's lookup?
