@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--import", dest="python", help="an interpreter to import each needs state's modules")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    report = witness(args.series, args.base, args.python)
+    report = witness(args.series.resolve(), args.base.resolve(), args.python)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     for state in report["states"]:
