@@ -270,3 +270,59 @@ def test_diff_matches_by_domain_then_by_content():
                     (None, "0003-d.patch"): "added"}  # fmt: skip
     changed = next(r for r in compare(old, new) if r.status == "changed")
     assert "-+new" in changed.interdiff and "++newer" in changed.interdiff
+
+
+def test_absorb_recomputes_the_needs_and_records_what_it_proved(tmp_path, monkeypatch):
+    """A hunk over lines of two patches goes to the later one, which then applies only on the
+    earlier: split.json's depends_on says so again (git apply --check is the witness), and its proof
+    is this series' (base + series == the work tree), the split's own kept beside it."""
+    from typer.testing import CliRunner
+
+    from patchkit.cli import app
+
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "gitconfig").write_text("[user]\n\tname = Ursula User\n\temail = ursula@x\n")
+    lines = [f"V{i} = {i}\n" for i in range(30)]
+    final = list(lines)
+    final[10] = "V10 = 100  # USE\n"  # early
+    final[14] = "V14 = 140\n"  # late
+    for side, text in (("a", lines), ("b", final)):
+        (tmp_path / side / "pkg").mkdir(parents=True)
+        (tmp_path / side / "pkg" / "__init__.py").write_text("")
+        (tmp_path / side / "pkg" / "m.py").write_text("".join(text))
+    diff = subprocess.run(["git", "diff", "--no-index", "a", "b"], cwd=tmp_path, capture_output=True).stdout
+    (tmp_path / "r.diff").write_bytes(diff.replace(b"a/a/", b"a/").replace(b"b/b/", b"b/"))
+    (tmp_path / "rules.toml").write_text(
+        "[[domain]]\nname = \"early\"\n  [[domain.match]]\n  paths = ['pkg/**']\n  patterns = ['USE']\n\n"
+        "[[domain]]\nname = \"late\"\npaths = ['pkg/**']\n"
+    )
+    series, base = tmp_path / "series", tmp_path / "a"
+    args = ["split", str(tmp_path / "r.diff"), "--base", str(base), "--rules", str(tmp_path / "rules.toml")]
+    result = CliRunner().invoke(app, [*args, "--out", str(series), "--author", "Ada Dev <ada@x>"])
+    assert result.exit_code == 0, result.output
+    before = {
+        p["filename"]: p["depends_on"] for p in json.loads((series / "split.json").read_text())["patches"]
+    }
+    assert before == {"0001-early.patch": [], "0002-late.patch": []}
+    work, _ = worktree.create(series, tmp_path / "wt", base)
+    text = (work.path / "pkg" / "m.py").read_text()
+    for i in range(10, 15):  # one hunk over early's line 10 and late's line 14
+        text = text.replace(f"V{i} = ", f"V{i} = 1 + ", 1)
+    (work.path / "pkg" / "m.py").write_text(text)
+    outcome = ops.absorb(work.path)
+    assert [name for _, name in outcome.assigned] == ["0002-late.patch"]
+    record = json.loads((series / "split.json").read_text())
+    after = {p["filename"]: p["depends_on"] for p in record["patches"]}
+    assert after == {"0001-early.patch": [], "0002-late.patch": ["early"]}
+    # the witness: the rewritten late patch no longer applies to the base alone
+    alone = subprocess.run(
+        ["git", "apply", "--check", str(series / "0002-late.patch")], cwd=base, capture_output=True
+    )
+    assert alone.returncode != 0
+    proof = record["proof"]
+    assert proof["of"] == "patchkit absorb" and proof["ok"] is True
+    assert proof["git_witness"]["series_tree"] == proof["git_witness"]["work_tree_commit_tree"]
+    assert proof["split_proof"]["ok"] is True and "series_tree_sha256" in proof["split_proof"]

@@ -193,16 +193,21 @@ def _clean(work: Work, verb: str) -> None:
         raise UserError(f"{verb}: the work tree has uncommitted changes; absorb, refresh or stash them first")
 
 
-def needs(work: Work) -> dict[str, list[str]]:
-    """Patch name → the earlier patches it needs first (split/depends: the smallest set with which
-    it applies to the base, plus the semantic needs split.json records)."""
+def needs(work: Work) -> dict[str, dict[str, str]]:
+    """Patch name → the earlier patches it needs first, each with why (split/depends: the smallest
+    set with which it applies to the base, and what it needs to work, split/needs)."""
     entries = load_entries(work.series)
     patches = [
         SplitPatch(i + 1, e.name, {}, e.name, [fp for p in e.patches for fp in p.files], [])
         for i, e in enumerate(entries)
     ]
     compute_dependencies(work.base(), patches)
-    return {p.filename: list(p.depends_on) for p in patches}
+    return {
+        p.filename: {
+            d: p.needs_why.get(d, f"its hunks do not apply to the base without {d}") for d in p.depends_on
+        }
+        for p in patches
+    }
 
 
 @locked
@@ -210,12 +215,10 @@ def drop(work: Work, patch: str) -> Outcome:
     index = work.index_of(patch)
     name = work.names[index]
     _clean(work, f"drop {name}")
-    needed_by = [n for n, first in needs(work).items() if name in first]
+    needed_by = {n: first[name] for n, first in needs(work).items() if name in first}
     if needed_by:
-        raise CheckFailed(
-            f"drop {name} refused: {', '.join(needed_by)} need(s) it first "
-            f"(its hunks do not apply to the base without {name})"
-        )
+        first, why = next(iter(needed_by.items()))
+        raise CheckFailed(f"drop {name} refused: {', '.join(needed_by)} need(s) it first ({first}: {why})")
     items = _items(work)
     del items[index]
     if not items:

@@ -29,6 +29,7 @@ from patchkit.series.files import (
     series_record,
 )
 from patchkit.series.model import SplitPatch
+from patchkit.split.depends import compute_dependencies
 from patchkit.split.names import undefined_globals
 from patchkit.split.prefix import check_series, series_states
 from patchkit.split.proof import apply_entries
@@ -57,9 +58,15 @@ def staged_dir(series: Path) -> Path:
 
 
 def write_staged(
-    repo: Path, series: Path, chain: list[tuple[str, str]], parent: str, edits: list[dict]
+    repo: Path,
+    series: Path,
+    chain: list[tuple[str, str]],
+    parent: str,
+    edits: list[dict],
+    base: BaseTree | None = None,
 ) -> Path:
-    """Write ``chain`` ((file name, commit) in order, the first on ``parent``) as a new series dir."""
+    """Write ``chain`` ((file name, commit) in order, the first on ``parent``) as a new series dir;
+    with ``base``, split.json's needs are computed again for the rewritten patches."""
     out = staged_dir(series)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
@@ -84,7 +91,7 @@ def write_staged(
         write_atomic(out / name, text)
         previous = commit
     write_atomic(out / SERIES_FILE, "".join(f"{name}\n" for name, _ in chain))
-    _write_record(series, out, chain, edits)
+    _write_record(series, out, chain, edits, base)
     files = sorted([name for name, _ in chain] + [SERIES_FILE, SPLIT_JSON])
     write_atomic(out / MANIFEST, json.dumps({"written_by": "patchkit edit", "files": files}, indent=1) + "\n")
     for path in [out, *[p for p in out.rglob("*") if p.is_dir()]]:
@@ -163,7 +170,8 @@ def _encode(value: str) -> str:
     return value if value.isascii() else email.header.Header(value, "utf-8").encode()
 
 
-def _write_record(series: Path, out: Path, chain: list[tuple[str, str]], edits: list[dict]) -> None:
+def _write_record(series: Path, out: Path, chain: list[tuple[str, str]], edits: list[dict],
+                  base: BaseTree | None = None) -> None:  # fmt: skip
     record = load_split_json(series)
     if record is None:
         return
@@ -179,9 +187,39 @@ def _write_record(series: Path, out: Path, chain: list[tuple[str, str]], edits: 
     names = {p.filename for p in patches}
     for sp in patches:  # a dropped patch is no longer needed first by anyone
         sp.depends_on = [d for d in sp.depends_on if any(p.domain == d for p in patches)]
+    if base is not None and not any(sp.overlays for sp in patches):
+        # an edit moves lines between patches: what each needs first (to apply, and to work) is
+        # computed again; a need the split recorded with why and still unresolved stays
+        for sp in patches:
+            sp.needs_why = {d: w for d, w in sp.needs_why.items() if d in sp.depends_on}
+        compute_dependencies(base, patches)
     record.patches = patches
     record.edits = [e for e in record.edits if e.get("patch") in names] + edits
     write_atomic(out / SPLIT_JSON, record_json(series_record(record)))
+
+
+def record_checks(staged: Path, op: str, checks: Checks) -> None:
+    """split.json's ``proof`` after an edit says what was proven of *this* series: base + series is
+    the edit work tree's commit (file by file, and git's tree id), its prefix states; the split's own
+    proof of the replay stays beside it as ``split_proof`` (it was true of the series before the
+    edits, not of this one)."""
+    path = staged / SPLIT_JSON
+    if not path.is_file():
+        return
+    record = json.loads(path.read_text("utf-8"))
+    old = record.get("proof") or {}
+    split_proof = old.get("split_proof", old)  # an earlier edit's record keeps the split's
+    record["proof"] = {
+        "ok": not checks.prefix_failures,
+        "of": f"patchkit {op}",
+        "method": "base + the written series equals the edit work tree's commit, file by file; "
+        "git apply --cached of the series gives its tree id; every prefix state checked",
+        "files_checked": checks.proof_files,
+        "git_witness": {"series_tree": checks.witness_tree, "work_tree_commit_tree": checks.head_tree},
+        "prefixes": {"states": checks.prefix_states, "failures": checks.prefix_failures},
+        "split_proof": split_proof,
+    }
+    write_atomic(path, record_json(record))
 
 
 def _domain(name: str) -> str:

@@ -232,10 +232,12 @@ def land(
     """Write, check, swap in and record a new chain: the one way any edit command changes anything
     (the caller holds the work tree's lock)."""
     before = render.prefix_problems(work.series, work.base())
-    staged = render.write_staged(work.path, work.series, list(zip(names, commits)), work.base_commit, edits)
+    staged = render.write_staged(work.path, work.series, list(zip(names, commits)), work.base_commit, edits,
+                                 work.base())  # fmt: skip
     head = commits[-1] if commits else work.base_commit
     try:
         checks = render.check(work.path, staged, work.base(), work.base_commit, head, before)
+        render.record_checks(staged, op, checks)
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
