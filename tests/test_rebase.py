@@ -193,3 +193,18 @@ def test_a_quilt_series_of_user_files_keeps_names_and_headers(tmp_path: Path, mo
     for name in names:
         old, new = (series / name).read_text(), (out / name).read_text()
         assert old.split("\n---\n")[0] == new.split("\n---\n")[0]  # header and message untouched
+
+
+def test_the_conflict_line_names_only_the_stopped_patchs_files(capsys) -> None:
+    """After a --continue carried one conflicted patch, the next stop names its own files only (the
+    state's ``conflicts``), not the ones already resolved."""
+    from patchkit.rebase.outcome import PatchOutcome, RebaseReport, print_summary
+    from patchkit.values import Pin
+
+    pin = Pin(source="path", path="/b")
+    first = PatchOutcome("0002-a.patch", "a", "resolved", conflict_files=["vllm/v1/sample/metadata.py"])
+    stopped = PatchOutcome("0003-b.patch", "b", "conflict", conflict_files=["vllm/x.py", "vllm/y.py"])
+    report = RebaseReport("s", "o", pin, pin, "conflict", [first, stopped], worktree="o/.rebase/worktree")
+    print_summary(report, 0.1)
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("CONFLICT in"))
+    assert line.startswith("CONFLICT in vllm/x.py, vllm/y.py:") and "metadata.py" not in line

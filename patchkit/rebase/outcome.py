@@ -114,7 +114,9 @@ def print_summary(report: RebaseReport, seconds: float) -> None:
         markup=False,
     )
     if report.status == "conflict":
-        files = [f for po in report.patches for f in po.conflict_files]
+        # the patch it stopped at (the last one; the state's ``conflicts``): an earlier patch's
+        # conflicts were resolved by the --continue that carried it
+        files = report.patches[-1].conflict_files if report.patches else []
         console.print(
             f"CONFLICT in {', '.join(files)}: resolve the markers in {report.worktree}, then run "
             "'patchkit rebase --continue' (or '--abort')",
