@@ -10,6 +10,7 @@ import ast
 import fnmatch
 import re
 
+from patchkit.audit.guide.literals import compact_change
 from patchkit.audit.guide.view import FileView, NodeIndex
 from patchkit.audit.model import Finding
 from patchkit.values import message
@@ -271,7 +272,8 @@ def _value_findings(view: FileView) -> list[Finding]:
             out.append(changed("field-constraint-changed", "high", view, line, key, was, now))
     for key, (value, line) in new_values.items():
         if key in old_values and old_values[key][0] != value:
-            out.append(changed("default-changed", "medium", view, line, key, old_values[key][0], value))
+            was, now = compact_change(old_values[key][0], value)
+            out.append(changed("default-changed", "medium", view, line, key, was, now))
     return out
 
 
