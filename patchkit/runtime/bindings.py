@@ -6,17 +6,6 @@ from __future__ import annotations
 import ast
 
 
-def dotted_name(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
 def module_name(rel: str) -> str:
     path = rel.removesuffix(".py")
     return path.removesuffix("/__init__").replace("/", ".")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.runtime import bindings
-from patchkit.runtime.bindings import dotted_name
+from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
 OBJECT_ATTRIBUTES = frozenset(dir(object)) | {"__init_subclass__", "__class_getitem__"}

@@ -15,7 +15,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from patchkit.runtime.bindings import absolute_module, dotted_name, guard_texts
+from patchkit.runtime.bindings import absolute_module, guard_texts
+from patchkit.split.modfacts import dotted_name
 
 TOP = "vllm"
 

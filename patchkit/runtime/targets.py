@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from patchkit.audit.model import RuntimeTarget
 from patchkit.runtime import signature
-from patchkit.runtime.bindings import dotted_name
 from patchkit.runtime.registry import items_for
 from patchkit.runtime.resolve import Definition, Resolution, SourceIndex, Unresolved
 from patchkit.runtime.since import compare
 from patchkit.runtime.sites import ModuleScan, Site, expand
+from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
 WRAPPERS = ("staticmethod", "classmethod")

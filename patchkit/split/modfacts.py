@@ -269,19 +269,19 @@ def _uses(tree: ast.Module, facts: Facts, path: str) -> None:
                 if alias.name != "*":
                     facts.imports.append((node.lineno, module, alias.name))
                     facts.modules[alias.asname or alias.name] = f"{module}.{alias.name}"
-        elif isinstance(node, ast.Call) and node.keywords and _dotted(node.func):
+        elif isinstance(node, ast.Call) and node.keywords and dotted_name(node.func):
             # ``f(kw=)``, and ``m.f(kw=)`` / ``a.b.f(kw=)`` through a module (``static`` decides)
             keywords = [k.arg for k in node.keywords if k.arg is not None]
-            name = _dotted(node.func) or ""
+            name = dotted_name(node.func) or ""
             if keywords and not shadowed(name.split(".")[0], node.lineno):
                 facts.calls.append((node.lineno, name, keywords))
-        elif isinstance(node, ast.Attribute) and _dotted(node.value):
-            name = _dotted(node.value) or ""
+        elif isinstance(node, ast.Attribute) and dotted_name(node.value):
+            name = dotted_name(node.value) or ""
             if isinstance(node.ctx, ast.Load) and not shadowed(name.split(".")[0], node.lineno):
                 facts.attributes.append((node.lineno, name, node.attr))
 
 
-def _dotted(node: ast.expr) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
     """``a`` or ``a.b.c`` for a name or a chain of attributes on a name; None for anything else."""
     parts = []
     while isinstance(node, ast.Attribute):
