@@ -11,10 +11,10 @@ import typer
 
 from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted, write_error
 from patchkit.commands.editverbs import register as register_edit_verbs
+from patchkit.config import GATE_NAMES
 
 # the choices every command validates alike (click refuses anything else with exit 2, naming them);
 # tests/test_cli_conventions.py checks they are the registry's, the catalogues' and apply's
-GATE_NAMES = ("apply", "ruff", "lint", "imports", "dco", "tests")
 LANGS = ("en", "zh")
 TARGETS = ("checkout", "site-packages")
 
@@ -221,7 +221,7 @@ def audit(
     pin: Annotated[Optional[Path], _CONFIG] = None,
     base: Annotated[Optional[Path], typer.Option(help="base source tree (git or not)")] = None,
     gates: Annotated[
-        Optional[str], typer.Option(callback=_gate_list, help="comma list of apply,ruff,dco,tests")
+        Optional[str], typer.Option(callback=_gate_list, help=f"comma list of {','.join(GATE_NAMES)}")
     ] = None,
     optional_gates: Annotated[
         Optional[str],
@@ -235,7 +235,14 @@ def audit(
     html: Annotated[Optional[Path], typer.Option(help="write the HTML report here")] = None,
     md: Annotated[Optional[Path], typer.Option(help="write the Markdown report here")] = None,
     junit: Annotated[Optional[Path], typer.Option(help="write a JUnit XML of the gates here")] = None,
-    shard: Annotated[Optional[str], typer.Option(help="I/N: audit patches whose index % N == I-1")] = None,
+    shard: Annotated[
+        Optional[str],
+        typer.Option(
+            help="I/N: this runner's share; with the tests gate, its tests of the whole audit "
+            "(balanced by test-durations.json) and the other gates of every N-th patch, else every "
+            "N-th patch; patchkit report merges the shards"
+        ),  # fmt: skip
+    ] = None,
     lang: Annotated[str, _LANG] = "en",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="ignore and do not fill the cache")] = False,
     since: Annotated[Optional[Path], typer.Option(help="the last audit's JSON: what changed")] = None,

@@ -16,8 +16,10 @@ from patchkit.errors import UserError
 from patchkit.values import Pin
 
 CONFIG_NAME = "patchkit.toml"
-KNOWN_GATES = ("apply", "ruff", "dco", "tests")
-OPT_IN_GATES = ("lint",)  # accepted in [audit] gates/optional, not run unless named
+KNOWN_GATES = ("apply", "ruff", "dco", "tests")  # what runs when [audit] gates is not set
+# every gate audit/gates/registry.py has, in its order: the names [audit] gates / optional and
+# --gates / --optional-gates accept (tests/test_cli_conventions.py checks they are the registry's)
+GATE_NAMES = ("apply", "ruff", "lint", "imports", "dco", "tests")
 
 
 @dataclass
@@ -223,8 +225,8 @@ class _Tables:
         if kind == "strs":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise TypeError(f"expected a list of strings, got {_describe(value)}")
-            if unknown := [v for v in value if v not in (*KNOWN_GATES, *OPT_IN_GATES)]:
-                raise ValueError(f"unknown gate {unknown[0]!r} (known: {', '.join(KNOWN_GATES)})")
+            if unknown := [v for v in value if v not in GATE_NAMES]:
+                raise ValueError(f"unknown gate {unknown[0]!r} (known: {', '.join(GATE_NAMES)})")
             return value
         if isinstance(value, bool) or not isinstance(value, int if kind == "int" else int | float):
             expected = "an integer" if kind == "int" else "a number of seconds"

@@ -19,7 +19,7 @@ from patchkit import cli
 from patchkit.audit.gates.registry import GATES
 from patchkit.cli import app
 from patchkit.commands.apply import TARGETS
-from patchkit.config import KNOWN_GATES
+from patchkit.config import GATE_NAMES, KNOWN_GATES
 from patchkit.report.i18n import LANGS
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
@@ -46,7 +46,7 @@ def test_version():
 
 
 def test_the_cli_choices_are_the_registrys_the_catalogues_and_applys():
-    assert cli.GATE_NAMES == GATES and set(KNOWN_GATES) <= set(GATES)
+    assert cli.GATE_NAMES == GATE_NAMES == GATES and set(KNOWN_GATES) <= set(GATES)
     assert cli.LANGS == LANGS and cli.TARGETS == TARGETS
 
 

@@ -142,6 +142,18 @@ def test_prepare_env_is_a_boolean(tmp_path: Path) -> None:
     assert "audit.prepare_env" in str(info.value) and "true or false" in str(info.value)
 
 
+def test_every_gate_of_the_registry_can_be_named_in_the_config(tmp_path):
+    # [audit] gates once refused "imports" (and optional too): the config knew only the default gates
+    from patchkit.audit.gates.registry import GATES
+
+    path = tmp_path / "patchkit.toml"
+    path.write_text('[audit]\ngates = ["apply", "imports", "lint"]\noptional = ["imports"]\n')
+    audit = config.load_config(path).audit
+    assert audit.gates == ["apply", "imports", "lint"] and audit.optional == ["imports"]
+    path.write_text(f"[audit]\ngates = {list(GATES)!r}\n".replace("'", '"'))
+    assert config.load_config(path).audit.gates == list(GATES)
+
+
 def test_audit_optional_gates_are_read_and_checked(tmp_path):
     from patchkit.config import load_config
 
