@@ -11,7 +11,7 @@ import typer
 
 from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted, write_error
 from patchkit.commands.editverbs import register as register_edit_verbs
-from patchkit.config import GATE_NAMES
+from patchkit.config import GATE_NAMES, SELECTIONS
 
 # the choices every command validates alike (click refuses anything else with exit 2, naming them);
 # tests/test_cli_conventions.py checks they are the registry's, the catalogues' and apply's
@@ -60,11 +60,20 @@ def _main(
 
 def _gate_list(text: str | None) -> str | None:
     """A comma list of gate names, refused like a click choice when a name is unknown."""
+    return _names(text, at_least_one=True)
+
+
+def _optional_gate_list(text: str | None) -> str | None:
+    """As ``_gate_list``, but ``""`` is a list: none accepted, over a config's ``[audit] optional``."""
+    return _names(text, at_least_one=False)
+
+
+def _names(text: str | None, at_least_one: bool) -> str | None:
     if text is None:
         return None
     names = [g.strip() for g in text.split(",") if g.strip()]
     unknown = [g for g in names if g not in GATE_NAMES]
-    if unknown or not names:
+    if unknown or (at_least_one and not names):
         bad = unknown[0] if unknown else text
         raise typer.BadParameter(f"{bad!r} is not one of {', '.join(map(repr, GATE_NAMES))}.")
     return ",".join(names)
@@ -80,10 +89,16 @@ def _run(fn, *args, json_out: Path | None = None) -> None:
 
 @app.command()
 def split(
-    replays: Annotated[list[Path], typer.Argument(help="mbox / format-patch / diff files, in order")],
+    replays: Annotated[
+        Optional[list[Path]],
+        typer.Argument(help="mbox / format-patch / diff files, in order (default: [series] replays)"),
+    ] = None,
     base: Annotated[Optional[Path], typer.Option(help="base source tree (git or not)")] = None,
     pin: Annotated[Optional[Path], _CONFIG] = None,
-    rules: Annotated[Optional[Path], typer.Option(help="domains.toml (default: vLLM rules)")] = None,
+    rules: Annotated[
+        Optional[Path],
+        typer.Option(help="domains.toml, added to the vLLM rules (default: [series] rules)"),
+    ] = None,
     out: Annotated[Path, typer.Option(help="directory for series, patches, split.json")] = Path("split-out"),
     explain: Annotated[bool, typer.Option("--explain", help="print hunk -> domain -> rule")] = False,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="also write split.json here")] = None,
@@ -127,6 +142,7 @@ def rebase(
 
 
 _TARGET = typer.Option(click_type=click.Choice(TARGETS), help="what to patch")
+_INSPECT = typer.Option("--target", click_type=click.Choice(TARGETS), help="what to inspect")
 _LANG = typer.Option(click_type=click.Choice(LANGS), help="report language")
 _STRICT_INDEX = typer.Option(
     "--strict-index", help="refuse a file that is not the preimage blob its index line names"
@@ -162,7 +178,7 @@ def apply_(
 @app.command()
 def status(
     series_dir: Annotated[Optional[Path], typer.Argument(help="also compare with this series")] = None,
-    target: Annotated[str, _TARGET] = "checkout",
+    target: Annotated[str, _INSPECT] = "checkout",
     path: Annotated[Optional[Path], typer.Option(help="checkout (--target checkout)")] = None,
     python: Annotated[Optional[str], typer.Option(help="interpreter whose vllm to inspect")] = None,
     site_packages: Annotated[Optional[Path], typer.Option(help="site-packages dir holding vllm")] = None,
@@ -226,11 +242,15 @@ def audit(
     optional_gates: Annotated[
         Optional[str],
         typer.Option(
-            callback=_gate_list, help="comma list of gates whose could-not-run is accepted ([audit] optional)"
+            callback=_optional_gate_list,
+            help="comma list of gates whose could-not-run is accepted ('': none; default: [audit] optional)",
         ),
     ] = None,
-    jobs: Annotated[Optional[int], typer.Option(help="patches audited in parallel")] = None,
-    python: Annotated[Optional[str], typer.Option(help="interpreter the tests gate runs pytest with")] = None,
+    jobs: Annotated[Optional[int], typer.Option(min=1, help="patches audited in parallel")] = None,
+    python: Annotated[
+        Optional[str],
+        typer.Option(help="interpreter the tests gate runs pytest with and the imports gate imports with"),
+    ] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the audit JSON here")] = None,
     html: Annotated[Optional[Path], typer.Option(help="write the HTML report here")] = None,
     md: Annotated[Optional[Path], typer.Option(help="write the Markdown report here")] = None,
@@ -252,14 +272,15 @@ def audit(
     select: Annotated[
         Optional[str],
         typer.Option(
+            click_type=click.Choice(SELECTIONS),
             help="tests: upstream (CI's selection, default) | affected (only tests the base's "
-            "coverage map ties to the change; [audit] select)"
+            "coverage map ties to the change; [audit] select)",
         ),  # fmt: skip
     ] = None,
 ) -> None:
-    """Run the gates (apply, ruff, dco, tests) over a series and write the reports (default: reports/
-    audit.json, .html, .md; any output flag replaces them). Exit 0 every patch ready, 1 a gate failed,
-    3 incomplete (a requested gate could not run)."""
+    """Run the gates ([audit] gates, else apply, ruff, dco, tests; also lint, imports) over a series
+    and write the reports (default: reports/ audit.json, .html, .md; any output flag replaces them).
+    Exit 0 every patch ready, 1 a gate failed, 3 incomplete (a requested gate could not run)."""
     from patchkit.commands import audit as command
 
     outputs = command.Outputs(json_out, html, md, junit)

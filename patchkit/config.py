@@ -20,6 +20,7 @@ KNOWN_GATES = ("apply", "ruff", "dco", "tests")  # what runs when [audit] gates 
 # every gate audit/gates/registry.py has, in its order: the names [audit] gates / optional and
 # --gates / --optional-gates accept (tests/test_cli_conventions.py checks they are the registry's)
 GATE_NAMES = ("apply", "ruff", "lint", "imports", "dco", "tests")
+SELECTIONS = ("upstream", "affected")  # [audit] select / --select: the tests gate's selection
 
 
 @dataclass
@@ -65,8 +66,8 @@ _SCHEMA: dict[str, dict[str, str]] = {
     },
     "series": {"dir": "path", "rules": "path", "replays": "paths"},
     "audit": {
-        "gates": "strs",
-        "optional": "strs",
+        "gates": "gates",
+        "optional": "optional-gates",
         "jobs": "int",
         "test_timeout": "seconds",
         "per_test_timeout": "seconds",
@@ -74,7 +75,7 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "prepare_env": "bool",
         "test_workers": "int",
         "torch": "str",
-        "select": "str",
+        "select": "select",
     },
 }
 
@@ -222,11 +223,17 @@ class _Tables:
             if not isinstance(value, bool):
                 raise TypeError(f"expected true or false, got {_describe(value)}")
             return value
-        if kind == "strs":
+        if kind in ("gates", "optional-gates"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise TypeError(f"expected a list of strings, got {_describe(value)}")
             if unknown := [v for v in value if v not in GATE_NAMES]:
                 raise ValueError(f"unknown gate {unknown[0]!r} (known: {', '.join(GATE_NAMES)})")
+            if kind == "gates" and not value:
+                raise ValueError(f"no gate to run: name at least one of {', '.join(GATE_NAMES)}")
+            return value
+        if kind == "select":
+            if value not in SELECTIONS:
+                raise ValueError(f"{value!r} is not one of {', '.join(SELECTIONS)}")
             return value
         if isinstance(value, bool) or not isinstance(value, int if kind == "int" else int | float):
             expected = "an integer" if kind == "int" else "a number of seconds"

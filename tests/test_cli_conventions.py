@@ -59,12 +59,30 @@ def test_the_cli_choices_are_the_registrys_the_catalogues_and_applys():
         (["report", "x.json", "--lang", "fr"], "--lang"),
         (["audit", "--gates", "apply,frob"], "--gates"),
         (["audit", "--optional-gates", "frob"], "--optional-gates"),
+        # a series that is not there: where the option is let through, the command fails at once
+        (["audit", "/nonexistent-series", "--gates", ""], "--gates"),
+        (["audit", "/nonexistent-series", "--select", "bogus"], "--select"),
+        (["audit", "/nonexistent-series", "--jobs", "0"], "--jobs"),
     ],
 )
 def test_choices_are_refused_alike_in_every_command(args, option):
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert f"Invalid value for '{option}'" in result.output
+
+
+def test_an_empty_optional_gates_accepts_none_over_the_configs(tmp_path):
+    # '' was refused like an unknown gate, so a config's [audit] optional could not be turned off
+    from patchkit.commands.audit import _optional
+    from patchkit.config import load_config
+
+    (tmp_path / "patchkit.toml").write_text('[audit]\noptional = ["tests"]\n')
+    config = load_config(tmp_path / "patchkit.toml")
+    assert _optional(None, config) == ["tests"] and _optional("", config) == []
+    result = runner.invoke(
+        app, ["audit", str(tmp_path / "nowhere"), "--optional-gates", "", "--base", str(tmp_path)]
+    )
+    assert result.exit_code == 2 and "not a series directory" in result.output  # past the option's check
 
 
 def test_json_is_written_on_failure_too(tmp_path):

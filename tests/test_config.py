@@ -113,6 +113,8 @@ def test_load_pin(tmp_path: Path) -> None:
         ("[audit]\ntest_timeout = '5'\n", 2, "audit.test_timeout: expected a number of seconds"),
         ("[audit]\ntest_timeout = 0\n", 2, "audit.test_timeout: must be positive"),
         ('[audit]\ngates = ["apply", "frob"]\n', 2, "audit.gates: unknown gate 'frob'"),
+        ("[audit]\ngates = []\n", 2, "audit.gates: no gate to run"),
+        ('[audit]\nselect = "bogus"\n', 2, "audit.select: 'bogus' is not one of upstream, affected"),
         ("[series]\nreplays = 'a.mbox'\n", 2, "series.replays: expected a list of paths"),
         ("[series]\ndir = 3\n", 2, "series.dir: expected a non-empty string, got int 3"),
         ("[audit]\njobs = 1\n\n[targets]\nname = 'x'\n", 4, "unknown table or key 'targets'"),

@@ -22,8 +22,6 @@ from patchkit.audit.gates import Overlay
 from patchkit.audit.pytestrun import NoReport, TestSettings
 from patchkit.values import Message
 
-SELECTIONS = ("upstream", "affected")
-
 
 def patched_side(settings: TestSettings, pre: Overlay, post: Overlay, selection: list[str], env_info: dict,
                  work: Path, who: str, progress: Callable[..., None]):  # fmt: skip

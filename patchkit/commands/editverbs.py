@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 _PATH = typer.Option("--path", help="the edit work tree (made by patchkit edit)")
-_JSON = typer.Option("--json", help="write the result as JSON here (- for stdout)")
+_JSON = typer.Option("--json", help="write the result as JSON here")
 _SIGNOFF = typer.Option("--signoff", help="add your own Signed-off-by (git config), as git commit -s does")
 
 

@@ -59,7 +59,7 @@ def _pin(pin_file: Path | None) -> Pin:
 
     config = pin_file or find_project_config()
     if config is None:
-        raise UserError("no pin: pass --pin FILE (no patchkit.toml found from here up)")
+        raise UserError("no pin: pass --config FILE (no patchkit.toml found from here up)")
     return load_pin(config)
 
 

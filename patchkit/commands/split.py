@@ -48,12 +48,28 @@ def resolve_base(base: Path | None, pin_file: Path | None) -> tuple[BaseTree, Pi
     return BaseTree(prepare_base(pin)), pin
 
 
-def run(replays: list[Path], base: Path | None, pin_file: Path | None, rules: Path | None,
+def project_inputs(replays: list[Path] | None, rules: Path | None,
+                   pin_file: Path | None) -> tuple[list[Path], Path | None]:  # fmt: skip
+    """The replays and the rules file: the ones named, else the project's ``[series] replays`` and
+    ``[series] rules`` (``--config``'s file, else the patchkit.toml found from here up) — the rules
+    ``audit`` and ``ci buildkite`` classify with, so a split and its audit name the same domains."""
+    from patchkit.config import load_config, project_config
+
+    config = load_config(pin_file) if pin_file else project_config()
+    replays = list(replays) if replays else list(config.series.replays)
+    if not replays:
+        where = f"[series] replays in {config.file}" if config.file else "[series] replays in a patchkit.toml"
+        raise UserError(f"no replay to split: name the mbox / format-patch / diff files, or set {where}")
+    return replays, rules if rules is not None else config.series.rules
+
+
+def run(replays: list[Path] | None, base: Path | None, pin_file: Path | None, rules: Path | None,
         out: Path, explain: bool, json_out: Path | None, root: str | None,
         overlay_threshold: float | None = None, author: str | None = None) -> int:  # fmt: skip
     started = time.perf_counter()
     if overlay_threshold is not None and not 0 < overlay_threshold <= 1:
         raise UserError(f"--overlay-threshold {overlay_threshold}: expected 0 < F <= 1, e.g. 0.6")
+    replays, rules = project_inputs(replays, rules, pin_file)
     _check_out(out, replays)
     replay = parse_files(replays)
     tree, pin = resolve_base(base, pin_file)

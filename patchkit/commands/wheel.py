@@ -169,7 +169,7 @@ def _pin(pin_file: Path | None, series_dir: Path) -> Pin:
     if series is not None and series.base.source == "index":
         return series.base
     raise UserError(
-        "no pin: pass --pin patchkit.toml (the series is not this project's own [series].dir, "
+        "no pin: pass --config patchkit.toml (the series is not this project's own [series].dir, "
         "and its split.json names no package-index base)"
     )
 
