@@ -9,14 +9,16 @@ from typing import Annotated, Optional
 import click
 import typer
 
-from patchkit.commands.conventions import HELP_OPTIONS, Conventions, interrupted, write_error
+from patchkit.choices import GATE_NAMES, LANGS, SELECTIONS, TARGETS
+from patchkit.commands.conventions import (
+    HELP_OPTIONS,
+    Conventions,
+    gate_list,
+    interrupted,
+    optional_gate_list,
+    write_error,
+)
 from patchkit.commands.editverbs import register as register_edit_verbs
-from patchkit.config import GATE_NAMES, SELECTIONS
-
-# the choices every command validates alike (click refuses anything else with exit 2, naming them);
-# tests/test_cli_conventions.py checks they are the registry's, the catalogues' and apply's
-LANGS = ("en", "zh")
-TARGETS = ("checkout", "site-packages")
 
 app = typer.Typer(
     cls=Conventions,  # -h, -q/-v, --json -, --config, Ctrl-C: every command alike (commands/conventions.py)
@@ -56,27 +58,6 @@ def _main(
     from patchkit.console import set_verbosity
 
     set_verbosity(verbose - quiet)  # a command's own -q/-v add to this
-
-
-def _gate_list(text: str | None) -> str | None:
-    """A comma list of gate names, refused like a click choice when a name is unknown."""
-    return _names(text, at_least_one=True)
-
-
-def _optional_gate_list(text: str | None) -> str | None:
-    """As ``_gate_list``, but ``""`` is a list: none accepted, over a config's ``[audit] optional``."""
-    return _names(text, at_least_one=False)
-
-
-def _names(text: str | None, at_least_one: bool) -> str | None:
-    if text is None:
-        return None
-    names = [g.strip() for g in text.split(",") if g.strip()]
-    unknown = [g for g in names if g not in GATE_NAMES]
-    if unknown or (at_least_one and not names):
-        bad = unknown[0] if unknown else text
-        raise typer.BadParameter(f"{bad!r} is not one of {', '.join(map(repr, GATE_NAMES))}.")
-    return ",".join(names)
 
 
 def _run(fn, *args, json_out: Path | None = None) -> None:
@@ -237,12 +218,12 @@ def audit(
     pin: Annotated[Optional[Path], _CONFIG] = None,
     base: Annotated[Optional[Path], typer.Option(help="base source tree (git or not)")] = None,
     gates: Annotated[
-        Optional[str], typer.Option(callback=_gate_list, help=f"comma list of {','.join(GATE_NAMES)}")
+        Optional[str], typer.Option(callback=gate_list, help=f"comma list of {','.join(GATE_NAMES)}")
     ] = None,
     optional_gates: Annotated[
         Optional[str],
         typer.Option(
-            callback=_optional_gate_list,
+            callback=optional_gate_list,
             help="comma list of gates whose could-not-run is accepted ('': none; default: [audit] optional)",
         ),
     ] = None,

@@ -12,15 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchkit.choices import GATE_NAMES, SELECTIONS
 from patchkit.errors import UserError
 from patchkit.values import Pin
 
 CONFIG_NAME = "patchkit.toml"
 KNOWN_GATES = ("apply", "ruff", "dco", "tests")  # what runs when [audit] gates is not set
-# every gate audit/gates/registry.py has, in its order: the names [audit] gates / optional and
-# --gates / --optional-gates accept (tests/test_cli_conventions.py checks they are the registry's)
-GATE_NAMES = ("apply", "ruff", "lint", "imports", "dco", "tests")
-SELECTIONS = ("upstream", "affected")  # [audit] select / --select: the tests gate's selection
 
 
 @dataclass

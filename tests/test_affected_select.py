@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from patchkit import config, timing
 from patchkit.audit import covermap
 from patchkit.cli import app
+from patchkit.errors import UserError
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"
@@ -90,7 +91,11 @@ def test_select_is_an_option_and_a_setting(tmp_path):
     out = CliRunner().invoke(
         app, ["audit", str(series), "--base", str(root), "--select", "some", "--json", "-"]
     )
-    assert out.exit_code == 2 and "--select: 'some' is not one of upstream, affected" in out.output
+    assert out.exit_code == 2 and "Invalid value for '--select'" in out.output  # a choice, as --lang
+    assert "'some' is not one of 'upstream', 'affected'" in out.output
+    (tmp_path / "patchkit.toml").write_text('[audit]\nselect = "some"\n')  # the setting: refused at load
+    with pytest.raises(UserError, match="audit.select: 'some' is not one of upstream, affected"):
+        config.load_config(tmp_path / "patchkit.toml")
 
 
 def test_an_edit_of_one_patch_reruns_the_tests_of_the_patches_that_need_it_only(tmp_path):

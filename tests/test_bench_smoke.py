@@ -87,6 +87,7 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
     wiring = [
         "patchkit",
         "patchkit.cli",
+        "patchkit.choices",  # the names the CLI and patchkit.toml accept alike (no imports of its own)
         "patchkit.commands",
         "patchkit.commands.conventions",
         "patchkit.commands.editverbs",  # the edit loop's Typer wiring (each verb imports its module when run)

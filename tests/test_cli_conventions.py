@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from patchkit import cli
 from patchkit.audit.gates.registry import GATES
+from patchkit.choices import GATE_NAMES
 from patchkit.cli import app
 from patchkit.commands.apply import TARGETS
-from patchkit.config import GATE_NAMES, KNOWN_GATES
+from patchkit.config import KNOWN_GATES
 from patchkit.report.i18n import LANGS
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()

@@ -118,7 +118,7 @@ def _optional(text: str | None, config: ProjectConfig) -> list[str]:
 
 def _select(text: str | None, config: ProjectConfig) -> str:
     """--select, else [audit] select: which tests the tests gate runs (audit/affectedrun)."""
-    from patchkit.config import SELECTIONS
+    from patchkit.choices import SELECTIONS
 
     chosen = text if text is not None else config.audit.select
     if chosen not in SELECTIONS:

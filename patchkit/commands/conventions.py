@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 from typer.core import TyperGroup
 
+from patchkit.choices import GATE_NAMES
 from patchkit.commands.outcome import (  # noqa: F401 (re-exported: the names every command used)
     EXIT_INTERRUPTED,
     INTERRUPTED,
@@ -23,6 +24,28 @@ from patchkit.commands.outcome import (  # noqa: F401 (re-exported: the names ev
     write_error,
 )
 from patchkit.console import set_verbosity, verbosity
+
+
+def gate_list(text: str | None) -> str | None:
+    """--gates: a comma list of gate names, refused like a click choice when a name is unknown."""
+    return _gate_names(text, at_least_one=True)
+
+
+def optional_gate_list(text: str | None) -> str | None:
+    """--optional-gates: as ``gate_list``, but ``""`` is a list: none, over ``[audit] optional``."""
+    return _gate_names(text, at_least_one=False)
+
+
+def _gate_names(text: str | None, at_least_one: bool) -> str | None:
+    if text is None:
+        return None
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in names if g not in GATE_NAMES]
+    if unknown or (at_least_one and not names):
+        bad = unknown[0] if unknown else text
+        raise click.BadParameter(f"{bad!r} is not one of {', '.join(map(repr, GATE_NAMES))}.")
+    return ",".join(names)
+
 
 HELP_OPTIONS = ["-h", "--help"]
 CONFIG_OPTION = "--config"  # patchkit.toml, or a pin file of its form ([target])
