@@ -53,6 +53,8 @@ def project_inputs(replays: list[Path] | None, rules: Path | None,
     """The replays and the rules file: the ones named, else the project's ``[series] replays`` and
     ``[series] rules`` (``--config``'s file, else the patchkit.toml found from here up) — the rules
     ``audit`` and ``ci buildkite`` classify with, so a split and its audit name the same domains."""
+    if replays and rules is not None:  # both named: no patchkit.toml to read
+        return list(replays), rules
     from patchkit.config import load_config, project_config
 
     config = load_config(pin_file) if pin_file else project_config()
