@@ -35,7 +35,16 @@ HELDOUT_SETS = tuple(sorted(p.stem for p in EVAL.glob("heldout-*.json")))
 # never saw; a detector change that moves these figures re-runs the audit on the set, labels the new
 # findings and updates "recorded" (the labels never change). Tuning a detector on a set makes it
 # in-sample. PR #239: 2026-12-01, detectors of main e93f54a, 15 of 19 findings true, 5 of 48 labels.
-HELDOUT_FLOORS = {"heldout-pr239": (15 / 19, 5 / 48)}
+# Second round (2026-12-06, detectors of main 41aacb3, labels committed in 4c3d9f5): kernel 7 of 11
+# findings true, 1 of 24 labels; serving no finding, 0 of 21 (no precision floor: precision is
+# undefined without findings); config 1 of 1, 1 of 18; scheduler 10 of 10, 3 of 32.
+HELDOUT_FLOORS: dict[str, tuple[float | None, float]] = {
+    "heldout-pr239": (15 / 19, 5 / 48),
+    "heldout-kernel-36518": (7 / 11, 1 / 24),
+    "heldout-serving-40537": (None, 0 / 21),
+    "heldout-config-pr256": (1 / 1, 1 / 18),
+    "heldout-sched-pr249": (10 / 10, 3 / 32),
+}
 # The number of patches of each set's series (the PR's own commits).
 HELDOUT_PATCHES = {
     "heldout-pr239": 2,
@@ -185,8 +194,9 @@ def test_every_held_out_match_obeys_the_rules(name):
 
 def held_out_rows(name: str, data: dict, held: tuple[float, float, list[dict]]) -> list[str]:
     found = len(data["labels"]) - len(held[2])
+    precision = f"{held[0]:6.1%}" if data["findings"] else "   n/a"
     rows = [
-        f"  {name:22} findings {len(data['findings']):3}  precision {held[0]:6.1%}  recall {held[1]:6.1%}"
+        f"  {name:22} findings {len(data['findings']):3}  precision {precision}  recall {held[1]:6.1%}"
         f"  ({found} of {len(data['labels'])} labels)"
     ]
     for level in ("high", "medium", "low"):
@@ -288,7 +298,7 @@ def test_held_out_figures_are_the_recorded_ones_and_hold_their_floor(capsys):
             rec["labels_found"],
         ), name
         floor = HELDOUT_FLOORS[name]
-        assert precision >= floor[0] - 1e-9, rows
+        assert floor[0] is None or precision >= floor[0] - 1e-9, rows
         assert recall >= floor[1] - 1e-9, rows
 
 
