@@ -171,6 +171,28 @@ def test_a_name_a_lazy_table_does_not_list_is_absent(tmp_path):
     assert "AttributeError: module vllm has no attribute 'legacy'" in seen.stderr
 
 
+def test_a_compiled_module_the_build_makes_is_not_settled_never_absent(tmp_path):
+    import _json
+    import shutil
+
+    setup = 'from setuptools import Extension, setup\n\nsetup(ext_modules=[Extension("vllm._json", [])])\n'
+    new = {"setup.py": setup, "vllm/__init__.py": VLLM_INIT}
+    plugin = {f"{PACKAGE}/patch_ops.py": "import vllm._json\n\n\ndef scan(*args):\n    return None\n\n\n"
+              "vllm._json.scanstring = scan\n"}  # fmt: skip
+    result = _runtime(tmp_path, None, new, plugin)
+    scan = _target(result, "vllm._json.scanstring")
+    assert scan.status == "unknown" and "vllm._json" in scan.reason["en"]
+    (row,) = result.patches
+    assert {u["name"]: u["status"] for u in row.gates[-1].details["uses"]}["vllm._json"] == "unknown"
+    result = _runtime(tmp_path, None, new | {"setup.py": ""}, plugin)  # undeclared: nothing builds it
+    (row,) = result.patches
+    assert {u["name"]: u["status"] for u in row.gates[-1].details["uses"]}["vllm._json"] == "absent"
+    # Python: a build puts the compiled module into the package, where the import system finds it.
+    shutil.copy(_json.__file__, tmp_path / "new" / "vllm" / Path(_json.__file__).name)
+    seen = _real(tmp_path, "import myplug.patch.patch_ops\nimport vllm._json as m\nprint(m.scanstring(1))\n")
+    assert seen.stdout.split() == ["None"], seen.stderr
+
+
 @pytest.mark.parametrize(
     "body, answered",
     [
@@ -459,6 +481,35 @@ def test_a_class_whose_module_is_gone_is_looked_for_by_the_class_not_by_the_modu
     assert seen.stdout.split() == ["2"], seen.stderr
 
 
+def test_a_method_a_factory_made_base_of_vllm_may_carry_is_not_called_missing(tmp_path, monkeypatch):
+    adapters = (
+        "class Adapter:\n    def parse(self, text):\n        return text.split()\n\n\n"
+        "def make_adapter(name):\n    return type(name, (Adapter,), {})\n\n\n"
+        "MinimaxAdapter = make_adapter('MinimaxAdapter')\n"
+    )
+    old = {
+        "vllm/__init__.py": "",
+        "vllm/parser.py": "class Minimax:\n    def parse(self, text):\n        return [text]\n",
+    }
+    new = {
+        "vllm/__init__.py": "",
+        "vllm/adapters.py": adapters,
+        "vllm/parser.py": "from vllm.adapters import MinimaxAdapter\n\n\n"
+        "class Minimax(MinimaxAdapter):\n    pass\n",
+    }
+    plugin = {f"{PACKAGE}/patch_parser.py": "from vllm.parser import Minimax\n\n\ndef parse(self, text):\n"
+              "    return []\n\n\nMinimax.parse = parse\n"}  # fmt: skip
+    parse = _target(_runtime(tmp_path, old, new, plugin), "vllm.parser.Minimax.parse")
+    assert (
+        parse.status == "unknown" and "MinimaxAdapter" in parse.reason["en"]
+    )  # vLLM's own base may carry it
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "new"))
+    parse = _target(_runtime(tmp_path, old, new, plugin, python=sys.executable), "vllm.parser.Minimax.parse")
+    assert (parse.status, parse.real["file"]) == ("present", "vllm/adapters.py")  # the interpreter settles it
+    seen = _real(tmp_path, "from vllm.parser import Minimax\nprint(Minimax().parse('a b'))\n")
+    assert seen.stdout.split() == ["['a',", "'b']"], seen.stderr
+
+
 # --------------------------------------------------------------------------- (f) registry formats
 
 
@@ -538,7 +589,7 @@ def test_a_replacement_declaring_another_return_type_fails_the_signature_gate(tm
 def test_the_same_type_spelled_another_way_is_not_a_signature_change():
     import ast
 
-    from patchkit.runtime.signature import annotation_key
+    from patchkit.runtime.annotations import annotation_key
 
     def key(text: str) -> str | None:
         return annotation_key(ast.parse(text, mode="eval").body)

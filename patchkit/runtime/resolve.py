@@ -15,12 +15,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from patchkit.runtime import bindings, lazy
+from patchkit.runtime.built import compiled_modules
 from patchkit.runtime.pymodel import (
     CLASS_OWN_ATTRIBUTES,
     MODULE_ATTRIBUTES,
@@ -29,46 +28,13 @@ from patchkit.runtime.pymodel import (
     function_attribute,
     wraps_its_argument,
 )
+from patchkit.runtime.resolution import Definition, Resolution, Unresolved
 from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
 OUTSIDE = "may come from a base outside the tree: "
+UNREAD = "may come from a base reading cannot follow: "
 MAX_DEPTH = 40  # re-exports and bases followed for one name; deeper is a cycle we did not see
-
-
-@dataclass(frozen=True)
-class Definition:
-    """A name that resolves. kind: module | class | function | value | external | builtin."""
-
-    path: str  # the dotted name asked for
-    kind: str
-    file: str = ""  # repo-relative file holding the definition ('' for external / builtin)
-    line: int = 0  # first line, decorators included
-    end: int = 0
-    qualname: str = ""  # 'Cls.method' inside ``file``; '' for a module
-    via: tuple[str, ...] = ()  # the re-exports and bases followed to get here ('file:line')
-    detail: str = ""  # external: the dotted name outside the tree
-    node: ast.AST | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}" if self.file and self.line else self.file or self.detail
-
-
-@dataclass(frozen=True)
-class Unresolved:
-    """A name that does not resolve. reason: absent (nothing defines it) | unknown (cannot tell)."""
-
-    path: str
-    reason: str
-    detail: str = ""  # what stopped the search: the missing module, the external base, __getattr__
-    owner: Definition | None = None  # the last part that did resolve
-    why: dict[str, Any] = field(default_factory=dict, compare=False)  # ``detail`` as a catalogue message
-
-    kind = "unresolved"
-
-
-Resolution = Definition | Unresolved
 
 
 class SourceIndex:
@@ -132,6 +98,9 @@ class SourceIndex:
         for end in range(1, len(parts) + 1):
             name = ".".join(parts[:end])
             rel = self.module_file(name)
+            if rel is None and name in self.compiled:  # the build makes it; no source to read
+                self._imported[dotted] = self._compiled(dotted, name, owner)
+                return self._imported[dotted]
             if rel is None or (end < len(parts) and not rel.endswith("__init__.py")):
                 where = name if rel is None else ".".join(parts[: end + 1])
                 gone = Unresolved(dotted, "absent", f"no module named {where!r}", owner,
@@ -196,6 +165,8 @@ class SourceIndex:
                 found = self.member(_module(source, rel), name, dotted, depth + 1)
                 if isinstance(found, Definition):
                     return _via(found, f"{owner.file}:{star.lineno}")
+        if package is not None and f"{package}.{name}" in self.compiled:
+            return self._compiled(dotted, f"{package}.{name}", owner)
         if (hook := bindings.last_binding(parsed[0].body, "__getattr__")) is not None:
             answered = lazy.answers(hook, parsed[0].body)
             if answered is None or name in answered:
@@ -258,11 +229,14 @@ class SourceIndex:
             return self._binding(owner, binding, name, dotted, bindings.module_name(owner.file), depth)
         if name in CLASS_OWN_ATTRIBUTES:  # the class statement's and the metaclass's: no base hides them
             return Definition(dotted, "builtin", detail=f"type.{name}")
-        outside: list[str] = []
+        outside: list[str] = []  # bases from another distribution (torch.nn.Module)
+        unread: list[
+            str
+        ] = []  # bases reading cannot follow: vLLM values (a class a factory makes), expressions
         for base in node.bases:
-            chain = dotted_name(base)
+            chain = dotted_name(base.value if isinstance(base, ast.Subscript) else base)  # Base[T] is Base
             if chain is None:
-                outside.append(ast.unparse(base))
+                unread.append(ast.unparse(base))
                 continue
             base_def = self.class_base(owner, chain, depth)
             if isinstance(base_def, Definition) and base_def.kind == "class":
@@ -270,11 +244,17 @@ class SourceIndex:
                 if isinstance(found, Definition):
                     return _via(found, f"{owner.file}:{node.lineno} ({node.name}({chain}))")
                 if found.reason == "unknown":
-                    outside.append(found.detail.removeprefix(OUTSIDE))
+                    into = outside if found.detail.startswith(OUTSIDE) else unread
+                    into.append(found.detail.removeprefix(OUTSIDE).removeprefix(UNREAD))
+            elif isinstance(base_def, Definition) and base_def.kind == "external":
+                outside.append(base_def.detail)
             elif isinstance(base_def, Definition):
-                outside.append(base_def.detail or f"{chain} ({base_def.kind} at {base_def.where})")
+                unread.append(f"{chain} ({base_def.kind} at {base_def.where})")
             else:
-                outside.append(chain)
+                unread.append(chain)
+        if unread:
+            return Unresolved(dotted, "unknown", UNREAD + unread[0], owner,
+                              message("runtime.why.unread-base", base=unread[0]))  # fmt: skip
         if outside:
             return Unresolved(dotted, "unknown", OUTSIDE + outside[0], owner,
                               message("runtime.why.outside-base", base=outside[0]))  # fmt: skip
@@ -349,6 +329,14 @@ class SourceIndex:
             if len(found) >= limit:
                 break
         return found[:limit]
+
+    @cached_property
+    def compiled(self) -> frozenset[str]:
+        return compiled_modules(self.root)
+
+    def _compiled(self, dotted: str, module: str, owner: Definition | None) -> Unresolved:
+        return Unresolved(dotted, "unknown", f"{module} is compiled by the build", owner,
+                          message("runtime.why.compiled", module=module))  # fmt: skip
 
     @cached_property
     def _all_files(self) -> list[str]:

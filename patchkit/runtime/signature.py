@@ -13,10 +13,10 @@ as the types they name (``Optional[List[int]]`` is ``list[int] | None``, PEP 585
 from __future__ import annotations
 
 import ast
-import copy
 from collections.abc import Callable
 from typing import Any
 
+from patchkit.runtime.annotations import annotation_key, canonical, fits
 from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
@@ -30,8 +30,6 @@ Param = tuple[str, str, bool]  # name, kind, has a default
 DESCRIPTORS = {"staticmethod": "staticmethod", "classmethod": "classmethod", "property": "property",
                "cached_property": "property", "setter": "property", "getter": "property",
                "deleter": "property"}  # fmt: skip
-TYPING = {"List": "list", "Dict": "dict", "Set": "set", "FrozenSet": "frozenset", "Tuple": "tuple",
-          "Type": "type", "Deque": "deque", "DefaultDict": "defaultdict"}  # fmt: skip
 
 
 def parameters(node: ast.AST) -> list[Param] | None:
@@ -79,69 +77,6 @@ def binding(made: str) -> str:
     """How Python binds a class attribute of that descriptor: method | staticmethod | classmethod |
     property (``cached_property`` reads as one) | bound (a method bound already)."""
     return DESCRIPTORS.get(made, made or "method")
-
-
-def annotation_key(node: ast.AST | None) -> str | None:
-    """An annotation as the type it names: typing's aliases and ``Optional``/``Union`` in the
-    builtin and ``|`` spelling, union members sorted, a string annotation parsed."""
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value.strip(), mode="eval").body
-        except SyntaxError:
-            return node.value
-    return ast.unparse(_Canonical().visit(copy.deepcopy(node)))
-
-
-class _Canonical(ast.NodeTransformer):
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        if isinstance(node.value, str):  # a forward reference inside an annotation
-            try:
-                return self.visit(ast.parse(node.value.strip(), mode="eval").body)
-            except SyntaxError:
-                return node
-        return node
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        chain = dotted_name(node) or ""
-        if chain.partition(".")[0] in ("typing", "typing_extensions"):
-            return self.visit(ast.Name(chain.rpartition(".")[2], ast.Load()))
-        return self.generic_visit(node)
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.Name(TYPING.get(node.id, node.id), ast.Load())
-
-    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-        node = self.generic_visit(node)  # type: ignore[assignment]
-        head = node.value.id if isinstance(node.value, ast.Name) else ""
-        members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if head == "Optional":
-            return _union([*members, ast.Constant(None)])
-        if head == "Union":
-            return _union(members)
-        return node
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        node = self.generic_visit(node)  # type: ignore[assignment]
-        return _union([node.left, node.right]) if isinstance(node.op, ast.BitOr) else node
-
-
-def _union(members: list[ast.expr]) -> ast.expr:
-    flat: dict[str, ast.expr] = {}
-    for member in members:
-        parts = (
-            [member.left, member.right]
-            if isinstance(member, ast.BinOp) and isinstance(member.op, ast.BitOr)
-            else [member]
-        )
-        for part in parts:
-            flat.setdefault(ast.unparse(part), part)
-    ordered = [flat[k] for k in sorted(flat)]
-    out = ordered[0]
-    for member in ordered[1:]:
-        out = ast.BinOp(out, ast.BitOr(), member)
-    return out
 
 
 def key(node: ast.AST | None) -> tuple | None:
@@ -229,7 +164,7 @@ def binding_problems(
         problems.append(message("runtime.sig.descriptor", original=message(f"runtime.descriptor.{ours}"),
                                 replacement=message(f"runtime.descriptor.{theirs}")))  # fmt: skip
     declared, returns = _returns(replacement), _returns(original)
-    if declared is not None and returns is not None and declared != returns:
+    if declared is not None and returns is not None and fits(declared, returns) is False:
         problems.append(
             message(
                 "runtime.sig.return-differs", ours=returns_text(original), theirs=returns_text(replacement)
@@ -239,15 +174,19 @@ def binding_problems(
 
 
 def return_changed(old: ast.AST | None, new: ast.AST, replacement: ast.AST | None) -> list[dict[str, Any]]:
-    """The original's declared return type changed between the pins and the replacement, written
-    for the older one, does not declare the new one."""
+    """The original's declared return type changed between the pins to one a value of the older
+    cannot be, and the replacement, written for the older, does not declare one that fits the new."""
     before, after = _returns(old), _returns(new)
-    if before is None or after is None or before == after or _returns(replacement) is not None:
+    if before is None or after is None or fits(before, after) is not False:
         return []
+    declared = _returns(replacement)
+    if declared is not None:
+        return []  # what it declares is checked against the new return by binding_problems
     return [message("runtime.sig.return-changed", old=returns_text(old), new=returns_text(new))]
 
 
-def _returns(node: ast.AST | None) -> str | None:
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+def _returns(node: ast.AST | None) -> ast.expr | None:
+    """The declared return type, as the type it names (``annotations.canonical``)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.returns is None:
         return None
-    return annotation_key(node.returns)
+    return canonical(node.returns)
