@@ -14,14 +14,8 @@ def class_reads_only(index: SourceIndex, owner: str, name: str) -> bool:
     or ``cls``, and there is at least one: Python then binds a staticmethod and a plain function alike."""
     pattern = re.compile(rf"\.{re.escape(name)}\b")
     seen = False
-    for rel in index.python_files("vllm"):
-        try:
-            text = (index.root / rel).read_text("utf-8", errors="replace")
-        except OSError:
-            continue
-        if not pattern.search(text) or (parsed := index.parsed(rel)) is None:
-            continue
-        for node in ast.walk(parsed[0]):
+    for _, tree in index.matching(pattern, "vllm"):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == name:
                 if not (isinstance(node.value, ast.Name) and node.value.id in (owner, "cls")):
                     return False  # self.f, obj.f, super().f: an instance may bind it

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 
@@ -302,15 +303,9 @@ class SourceIndex:
         )
         pattern = re.compile(shapes, re.MULTILINE)
         found: list[Definition] = []
-        for rel in self.python_files(package):
-            try:
-                text = (self.root / rel).read_text("utf-8", errors="replace")
-            except OSError:
-                continue
-            if not pattern.search(text) or (parsed := self.parsed(rel)) is None:
-                continue
+        for rel, tree in self.matching(pattern, package):
             module = bindings.module_name(rel)
-            for node, qual in bindings.definitions(parsed[0]):
+            for node, qual in bindings.definitions(tree):
                 if qual.split(".")[-1] == name and (not classes or isinstance(node, ast.ClassDef)):
                     kind = "class" if isinstance(node, ast.ClassDef) else "function"
                     if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -329,6 +324,16 @@ class SourceIndex:
             if len(found) >= limit:
                 break
         return found[:limit]
+
+    def matching(self, pattern: re.Pattern[str], package: str) -> Iterator[tuple[str, ast.Module]]:
+        """(path, parsed module) of each file under ``package`` whose text ``pattern`` finds."""
+        for rel in self.python_files(package):
+            try:
+                text = (self.root / rel).read_text("utf-8", errors="replace")
+            except OSError:
+                continue
+            if pattern.search(text) and (parsed := self.parsed(rel)) is not None:
+                yield rel, parsed[0]
 
     @cached_property
     def compiled(self) -> frozenset[str]:
