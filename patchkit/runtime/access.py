@@ -14,7 +14,7 @@ def class_reads_only(index: SourceIndex, owner: str, name: str) -> bool:
     or ``cls``, and there is at least one: Python then binds a staticmethod and a plain function alike."""
     pattern = re.compile(rf"\.{re.escape(name)}\b")
     seen = False
-    for _, tree in index.matching(pattern, "vllm"):
+    for _, tree in index.matching(pattern, "vllm", "." + name):
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == name:
                 if not (isinstance(node.value, ast.Name) and node.value.id in (owner, "cls")):

@@ -46,6 +46,7 @@ class SourceIndex:
         self._parsed: dict[str, tuple[ast.Module, list[str]] | None] = {}
         self._cache: dict[str, Resolution] = {}
         self._imported: dict[str, Unresolved | None] = {}
+        self._texts: dict[str, str] = {}
 
     # ---------------------------------------------------------------- files
 
@@ -303,7 +304,7 @@ class SourceIndex:
         )
         pattern = re.compile(shapes, re.MULTILINE)
         found: list[Definition] = []
-        for rel, tree in self.matching(pattern, package):
+        for rel, tree in self.matching(pattern, package, name):
             module = bindings.module_name(rel)
             for node, qual in bindings.definitions(tree):
                 if qual.split(".")[-1] == name and (not classes or isinstance(node, ast.ClassDef)):
@@ -325,15 +326,24 @@ class SourceIndex:
                 break
         return found[:limit]
 
-    def matching(self, pattern: re.Pattern[str], package: str) -> Iterator[tuple[str, ast.Module]]:
-        """(path, parsed module) of each file under ``package`` whose text ``pattern`` finds."""
+    def matching(
+        self, pattern: re.Pattern[str], package: str, needle: str
+    ) -> Iterator[tuple[str, ast.Module]]:
+        """(path, parsed module) of each file under ``package`` whose text holds ``needle`` and
+        ``pattern`` finds (the plain substring first: it costs a fraction of the pattern)."""
         for rel in self.python_files(package):
-            try:
-                text = (self.root / rel).read_text("utf-8", errors="replace")
-            except OSError:
-                continue
-            if pattern.search(text) and (parsed := self.parsed(rel)) is not None:
+            text = self._text(rel)
+            if needle in text and pattern.search(text) and (parsed := self.parsed(rel)) is not None:
                 yield rel, parsed[0]
+
+    def _text(self, rel: str) -> str:
+        """A file's text, read once: every search of the tree reads it again."""
+        if rel not in self._texts:
+            try:
+                self._texts[rel] = (self.root / rel).read_text("utf-8", errors="replace")
+            except OSError:
+                self._texts[rel] = ""
+        return self._texts[rel]
 
     @cached_property
     def compiled(self) -> frozenset[str]:
