@@ -204,7 +204,7 @@ def _module_uses(scan: ModuleScan, base: SourceIndex) -> list[dict[str, Any]]:
     for use in scan.uses:
         seen.setdefault(
             (use.name, use.line),
-            {"name": use.name, "line": use.line, "status": use_status(base.resolve(use.name))},
+            {"name": use.name, "line": use.line, "status": use_status(base.resolve(use.name, scan.imports))},
         )
     return sorted(seen.values(), key=lambda u: (u["line"], u["name"]))
 
@@ -237,10 +237,13 @@ def _witness(rows: list, options: RuntimeOptions, ctx: checks.Context) -> str | 
 
 
 def _settled(target: RuntimeTarget) -> str:
-    """What the real import makes of a target reading could not settle: present, or (as for an
-    absent one) missing when the plugin reads the original or its registry names it, else added."""
+    """What the real import makes of a target reading could not settle: present; missing when the
+    older pin defined it (gone, never "added"); else, as for an absent one, missing when the plugin
+    reads the original or its registry names it, added when it only sets it."""
     if target.real.get("exists"):
         return "present"
+    if target.old_defined_in:
+        return "missing"
     if adds_when_absent(target):
         return "added"
     return "missing" if target.captured or target.registry else "added"

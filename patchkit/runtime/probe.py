@@ -50,6 +50,14 @@ def _unwrap(value):
     return getattr(value, "func", value) if type(value).__name__ == "cached_property" else value
 
 
+def _made(raw):
+    """The descriptor a class attribute is, as its class holds it ('' for a plain function)."""
+    for kind in (staticmethod, classmethod, property):
+        if isinstance(raw, kind):
+            return kind.__name__
+    return "cached_property" if type(raw).__name__ == "cached_property" else ""
+
+
 def _kind(value):
     if inspect.ismodule(value):
         return "module"
@@ -76,15 +84,18 @@ def probe(target):
         value, end = _import_prefix(parts)
     except BaseException as exc:  # noqa: BLE001 - any import failure is what we report
         return {"target": target, "imported": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    made = ""
     for name in parts[end:]:
         try:
-            value = _unwrap(inspect.getattr_static(value, name))
+            raw = inspect.getattr_static(value, name)
+            made = _made(raw) if inspect.isclass(value) else ""
+            value = _unwrap(raw)
         except AttributeError:
             try:
                 value = getattr(value, name)  # a module __getattr__ (lazy names)
             except Exception:  # noqa: BLE001
                 return {"target": target, "imported": True, "exists": False}
-    out = {"target": target, "imported": True, "exists": True, "kind": _kind(value)}
+    out = {"target": target, "imported": True, "exists": True, "kind": _kind(value), "descriptor": made}
     if out["kind"] == "class":
         init = None
         for klass in inspect.getmro(value):

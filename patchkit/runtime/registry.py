@@ -1,7 +1,8 @@
 """A plugin's own notes on its patches: the registry comment of a package ``__init__.py``.
 
 vllm-ascend's shape (``vllm_ascend/patch/__init__.py``): a section per file,
-``** N. File: platform/patch_x.py**``, then numbered items, each naming its targets in backticks and
+``** N. File: platform/patch_x.py**`` (up to v0.11: ``** File: platform/patch_x.py**``, no
+number), then numbered items, each naming its targets in backticks and
 carrying ``Why:``, ``How:``, ``Related PR (...):`` and ``Future Plan:`` paragraphs (ASCII or
 full-width colons). Sections are keyed by the file's path inside the plugin dir.
 """
@@ -12,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-FILE_HEADER = re.compile(r"\*\*\s*([0-9A-Za-z.]+?)\.?\s*File:\s*([^*\s]+)\s*\*\*")
+FILE_HEADER = re.compile(r"\*\*\s*(?:([0-9A-Za-z.]*?[0-9A-Za-z])\.?\s*)?File:\s*([^*\s]+)\s*\*\*")
 ITEM = re.compile(r"^\s{1,6}(\d+)\.\s+(.*)$")
 FIELD = re.compile(r"^\s*(Why|How|Related PR[^:：]*|Future Plan)\s*[:：]\s*(.*)$", re.IGNORECASE)
 FIELD_NAMES = {"why": "why", "how": "how", "related pr": "pr", "future plan": "plan"}
@@ -53,7 +54,7 @@ def parse_registry(text: str) -> dict[str, dict[str, Any]]:
         line = line[1:] if line.startswith(" ") else line
         if header := FILE_HEADER.search(line):
             entry = sections.setdefault(
-                header.group(2), {"number": header.group(1), "line": number, "items": []}
+                header.group(2), {"number": header.group(1) or "", "line": number, "items": []}
             )
             item, field_name = None, None
             continue

@@ -4,7 +4,9 @@ reading it (``ast``), never by importing it.
 Python's own rules, as far as a reader can follow them: a module attribute is the last binding of
 the name in the module body (def, class, assignment, import, ``from .. import``, star import; the
 ``if TYPE_CHECKING:`` branch never runs), else the submodule of that name; a class attribute is the
-class body's, else its bases' in order. A module with ``__getattr__``, a class with a base from
+class body's, else what every class has (``pymodel``), else its bases' in order. A module the
+plugin imports is found as the import system finds it — a file or package on the path, never
+through the parent's ``__getattr__``. A module with ``__getattr__``, a class with a base from
 another distribution, an attribute of a plain value: "unknown", never "absent".
 """
 
@@ -13,55 +15,27 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
-from patchkit.runtime import bindings
+from patchkit.runtime import bindings, lazy
+from patchkit.runtime.built import compiled_modules
+from patchkit.runtime.pymodel import (
+    CLASS_OWN_ATTRIBUTES,
+    MODULE_ATTRIBUTES,
+    OBJECT_ATTRIBUTES,
+    PACKAGE_ATTRIBUTES,
+    function_attribute,
+    wraps_its_argument,
+)
+from patchkit.runtime.resolution import Definition, Resolution, Unresolved
 from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
-OBJECT_ATTRIBUTES = frozenset(dir(object)) | {"__init_subclass__", "__class_getitem__"}
-MODULE_ATTRIBUTES = frozenset({"__name__", "__file__", "__doc__", "__dict__", "__spec__", "__loader__",
-                               "__package__", "__path__", "__builtins__", "__cached__"})  # fmt: skip
 OUTSIDE = "may come from a base outside the tree: "
+UNREAD = "may come from a base reading cannot follow: "
 MAX_DEPTH = 40  # re-exports and bases followed for one name; deeper is a cycle we did not see
-
-
-@dataclass(frozen=True)
-class Definition:
-    """A name that resolves. kind: module | class | function | value | external | builtin."""
-
-    path: str  # the dotted name asked for
-    kind: str
-    file: str = ""  # repo-relative file holding the definition ('' for external / builtin)
-    line: int = 0  # first line, decorators included
-    end: int = 0
-    qualname: str = ""  # 'Cls.method' inside ``file``; '' for a module
-    via: tuple[str, ...] = ()  # the re-exports and bases followed to get here ('file:line')
-    detail: str = ""  # external: the dotted name outside the tree
-    node: ast.AST | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}" if self.file and self.line else self.file or self.detail
-
-
-@dataclass(frozen=True)
-class Unresolved:
-    """A name that does not resolve. reason: absent (nothing defines it) | unknown (cannot tell)."""
-
-    path: str
-    reason: str
-    detail: str = ""  # what stopped the search: the missing module, the external base, __getattr__
-    owner: Definition | None = None  # the last part that did resolve
-    why: dict[str, Any] = field(default_factory=dict, compare=False)  # ``detail`` as a catalogue message
-
-    kind = "unresolved"
-
-
-Resolution = Definition | Unresolved
 
 
 class SourceIndex:
@@ -71,6 +45,8 @@ class SourceIndex:
         self.root = root
         self._parsed: dict[str, tuple[ast.Module, list[str]] | None] = {}
         self._cache: dict[str, Resolution] = {}
+        self._imported: dict[str, Unresolved | None] = {}
+        self._texts: dict[str, str] = {}
 
     # ---------------------------------------------------------------- files
 
@@ -102,10 +78,39 @@ class SourceIndex:
 
     # ---------------------------------------------------------------- lookup
 
-    def resolve(self, dotted: str) -> Resolution:
+    def resolve(self, dotted: str, imports: frozenset[str] = frozenset()) -> Resolution:
+        """``dotted`` as Python finds it; ``imports``: the modules the reader's import statements
+        load (``import a.b`` loads a and a.b) — each found as the import system finds it."""
+        for module in sorted(imports, key=len):  # parents are imported first
+            if dotted == module or dotted.startswith(module + "."):
+                if (gone := self.import_module(module)) is not None:
+                    return Unresolved(dotted, gone.reason, gone.detail, gone.owner, gone.why)
         if dotted not in self._cache:
             self._cache[dotted] = self._resolve(dotted, 0)
         return self._cache[dotted]
+
+    def import_module(self, dotted: str) -> Unresolved | None:
+        """None when ``import dotted`` finds every module on the way; else why not. The import
+        system looks for ``a.b`` in a's package directory: a's ``__getattr__`` is never asked."""
+        if dotted in self._imported:
+            return self._imported[dotted]
+        parts = dotted.split(".")
+        owner: Definition | None = None
+        self._imported[dotted] = None
+        for end in range(1, len(parts) + 1):
+            name = ".".join(parts[:end])
+            rel = self.module_file(name)
+            if rel is None and name in self.compiled:  # the build makes it; no source to read
+                self._imported[dotted] = self._compiled(dotted, name, owner)
+                return self._imported[dotted]
+            if rel is None or (end < len(parts) and not rel.endswith("__init__.py")):
+                where = name if rel is None else ".".join(parts[: end + 1])
+                gone = Unresolved(dotted, "absent", f"no module named {where!r}", owner,
+                                  message("runtime.why.no-module", module=where))  # fmt: skip
+                self._imported[dotted] = gone
+                return gone
+            owner = _module(name, rel)
+        return None
 
     def _resolve(self, dotted: str, depth: int) -> Resolution:
         parts = dotted.split(".")
@@ -127,44 +132,33 @@ class SourceIndex:
     def member(self, owner: Definition, name: str, dotted: str, depth: int = 0) -> Resolution:
         """``owner.name``: the binding in a module or class body (re-exports, aliases, bases followed)."""
         if depth > MAX_DEPTH:
-            return Unresolved(
-                dotted,
-                "unknown",
-                "too many re-exports or bases to follow",
-                owner,
-                message("runtime.why.too-deep"),
-            )
+            return Unresolved(dotted, "unknown", "too many re-exports or bases to follow", owner,
+                              message("runtime.why.too-deep"))  # fmt: skip
         if owner.kind == "module":
             return self._module_member(owner, name, dotted, depth)
         if owner.kind == "class":
             return self._class_member(owner, name, dotted, depth)
         if owner.kind == "external":
             return Definition(dotted, "external", detail=f"{owner.detail}.{name}")
-        return Unresolved(
-            dotted,
-            "unknown",
-            f"an attribute of a {owner.kind}",
-            owner,
-            message("runtime.why.value-attribute", kind=owner.kind),
-        )
+        if owner.kind == "function" and owner.node is not None:
+            has = function_attribute(owner.node, name, self._wrapping(owner))
+            if has is not None:
+                return self._known(owner, name, dotted, has, "function")
+        return Unresolved(dotted, "unknown", f"an attribute of a {owner.kind}", owner,
+                          message("runtime.why.value-attribute", kind=owner.kind))  # fmt: skip
 
     def _module_member(self, owner: Definition, name: str, dotted: str, depth: int) -> Resolution:
         parsed = self.parsed(owner.file)
         if parsed is None:
-            return Unresolved(
-                dotted,
-                "unknown",
-                f"{owner.file} does not parse",
-                owner,
-                message("runtime.why.no-parse", file=owner.file),
-            )
+            return Unresolved(dotted, "unknown", f"{owner.file} does not parse", owner,
+                              message("runtime.why.no-parse", file=owner.file))  # fmt: skip
         module_name = bindings.module_name(owner.file)
         binding = bindings.last_binding(parsed[0].body, name)
-        if binding is None and name in MODULE_ATTRIBUTES:  # every module has these
-            return Definition(dotted, "builtin", detail=f"module.{name}")
+        package = module_name if owner.file.endswith("__init__.py") else None
+        if binding is None and name in (PACKAGE_ATTRIBUTES if package else MODULE_ATTRIBUTES):
+            return Definition(dotted, "builtin", detail=f"module.{name}")  # every module has these
         if binding is not None:
             return self._binding(owner, binding, name, dotted, module_name, depth)
-        package = module_name if owner.file.endswith("__init__.py") else None
         if package is not None and (sub := self.module_file(f"{package}.{name}")) is not None:
             return _module(dotted, sub)
         for star in bindings.star_imports(parsed[0].body):
@@ -173,21 +167,17 @@ class SourceIndex:
                 found = self.member(_module(source, rel), name, dotted, depth + 1)
                 if isinstance(found, Definition):
                     return _via(found, f"{owner.file}:{star.lineno}")
-        if bindings.last_binding(parsed[0].body, "__getattr__") is not None:
-            return Unresolved(
-                dotted,
-                "unknown",
-                f"{owner.file} defines __getattr__",
-                owner,
-                message("runtime.why.module-getattr", file=owner.file),
-            )
-        return Unresolved(
-            dotted,
-            "absent",
-            f"{owner.file} defines no {name!r}",
-            owner,
-            message("runtime.why.no-name", file=owner.file, name=name),
-        )
+        if package is not None and f"{package}.{name}" in self.compiled:
+            return self._compiled(dotted, f"{package}.{name}", owner)
+        if (hook := bindings.last_binding(parsed[0].body, "__getattr__")) is not None:
+            answered = lazy.answers(hook, parsed[0].body)
+            if answered is None or name in answered:
+                return Unresolved(dotted, "unknown", f"{owner.file} defines __getattr__", owner,
+                                  message("runtime.why.module-getattr", file=owner.file))  # fmt: skip
+            return Unresolved(dotted, "absent", f"{owner.file}'s __getattr__ does not answer {name!r}", owner,
+                              message("runtime.why.getattr-table", file=owner.file, name=name))  # fmt: skip
+        return Unresolved(dotted, "absent", f"{owner.file} defines no {name!r}", owner,
+                          message("runtime.why.no-name", file=owner.file, name=name))  # fmt: skip
 
     def _binding(
         self, owner: Definition, node: ast.stmt, name: str, dotted: str, module_name: str, depth: int
@@ -215,6 +205,9 @@ class SourceIndex:
             source = bindings.absolute_module(node, module_name, package)
             for alias in node.names:
                 if (alias.asname or alias.name) == name:
+                    own = self.module_file(f"{source}.{alias.name}") if source == module_name else None
+                    if own is not None:  # ``from . import sub`` in a package: the import system loads sub
+                        return _via(_module(f"{source}.{alias.name}", own), where)
                     return _via(self._resolve(f"{source}.{alias.name}", depth + 1), where)
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             chain = dotted_name(node.value)
@@ -236,11 +229,16 @@ class SourceIndex:
         binding = bindings.last_binding(node.body, name, in_class=True)
         if binding is not None:
             return self._binding(owner, binding, name, dotted, bindings.module_name(owner.file), depth)
-        outside: list[str] = []
+        if name in CLASS_OWN_ATTRIBUTES:  # the class statement's and the metaclass's: no base hides them
+            return Definition(dotted, "builtin", detail=f"type.{name}")
+        outside: list[str] = []  # bases from another distribution (torch.nn.Module)
+        unread: list[
+            str
+        ] = []  # bases reading cannot follow: vLLM values (a class a factory makes), expressions
         for base in node.bases:
-            chain = dotted_name(base)
+            chain = dotted_name(base.value if isinstance(base, ast.Subscript) else base)  # Base[T] is Base
             if chain is None:
-                outside.append(ast.unparse(base))
+                unread.append(ast.unparse(base))
                 continue
             base_def = self.class_base(owner, chain, depth)
             if isinstance(base_def, Definition) and base_def.kind == "class":
@@ -248,28 +246,38 @@ class SourceIndex:
                 if isinstance(found, Definition):
                     return _via(found, f"{owner.file}:{node.lineno} ({node.name}({chain}))")
                 if found.reason == "unknown":
-                    outside.append(found.detail.removeprefix(OUTSIDE))
+                    into = outside if found.detail.startswith(OUTSIDE) else unread
+                    into.append(found.detail.removeprefix(OUTSIDE).removeprefix(UNREAD))
+            elif isinstance(base_def, Definition) and base_def.kind == "external":
+                outside.append(base_def.detail)
             elif isinstance(base_def, Definition):
-                outside.append(base_def.detail or f"{chain} ({base_def.kind} at {base_def.where})")
+                unread.append(f"{chain} ({base_def.kind} at {base_def.where})")
             else:
-                outside.append(chain)
+                unread.append(chain)
+        if unread:
+            return Unresolved(dotted, "unknown", UNREAD + unread[0], owner,
+                              message("runtime.why.unread-base", base=unread[0]))  # fmt: skip
         if outside:
-            return Unresolved(
-                dotted,
-                "unknown",
-                OUTSIDE + outside[0],
-                owner,
-                message("runtime.why.outside-base", base=outside[0]),
-            )
+            return Unresolved(dotted, "unknown", OUTSIDE + outside[0], owner,
+                              message("runtime.why.outside-base", base=outside[0]))  # fmt: skip
         if name in OBJECT_ATTRIBUTES:
             return Definition(dotted, "builtin", detail=f"object.{name}")
-        return Unresolved(
-            dotted,
-            "absent",
-            f"{node.name} and its bases define no {name!r}",
-            owner,
-            message("runtime.why.no-class-name", cls=node.name, name=name),
-        )
+        return Unresolved(dotted, "absent", f"{node.name} and its bases define no {name!r}", owner,
+                          message("runtime.why.no-class-name", cls=node.name, name=name))  # fmt: skip
+
+    def _known(self, owner: Definition, name: str, dotted: str, has: bool, kind: str) -> Resolution:
+        if has:
+            return Definition(dotted, "builtin", detail=f"{kind}.{name}")
+        return Unresolved(dotted, "absent", f"{owner.qualname} has no {name!r}", owner,
+                          message("runtime.why.no-wrapped", function=owner.qualname, name=name))  # fmt: skip
+
+    def _wrapping(self, owner: Definition) -> bool:
+        """The def's one decorator is a def of its module whose result ``functools.wraps`` made."""
+        decorators = getattr(owner.node, "decorator_list", [])
+        if len(decorators) != 1 or (chain := dotted_name(decorators[0])) is None:
+            return False
+        found = self.class_base(owner, chain, 0)  # a name read in the def's module, as a base is
+        return isinstance(found, Definition) and found.node is not None and wraps_its_argument(found.node)
 
     def class_base(self, owner: Definition, chain: str, depth: int) -> Resolution:
         """A base class expression of ``owner``, resolved in the module that defines ``owner``."""
@@ -285,22 +293,21 @@ class SourceIndex:
 
     # ---------------------------------------------------------------- moves
 
-    def named_elsewhere(self, name: str, package: str, limit: int = 8) -> list[Definition]:
-        """Top-level and class-level definitions called ``name`` anywhere under ``package``."""
-        pattern = re.compile(
-            rf"^\s*(?:async\s+def|def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*[:=]", re.MULTILINE
+    def named_elsewhere(
+        self, name: str, package: str, limit: int = 8, classes: bool = False
+    ) -> list[Definition]:
+        """Top-level and class-level definitions called ``name`` anywhere under ``package`` (classes only)."""
+        shapes = (
+            rf"^\s*class\s+{re.escape(name)}\b"
+            if classes
+            else (rf"^\s*(?:async\s+def|def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*[:=]")
         )
+        pattern = re.compile(shapes, re.MULTILINE)
         found: list[Definition] = []
-        for rel in self._python_files(package):
-            try:
-                text = (self.root / rel).read_text("utf-8", errors="replace")
-            except OSError:
-                continue
-            if not pattern.search(text) or (parsed := self.parsed(rel)) is None:
-                continue
+        for rel, tree in self.matching(pattern, package, name):
             module = bindings.module_name(rel)
-            for node, qual in bindings.definitions(parsed[0]):
-                if qual.split(".")[-1] == name:
+            for node, qual in bindings.definitions(tree):
+                if qual.split(".")[-1] == name and (not classes or isinstance(node, ast.ClassDef)):
                     kind = "class" if isinstance(node, ast.ClassDef) else "function"
                     if isinstance(node, (ast.Assign, ast.AnnAssign)):
                         kind = "value"
@@ -319,6 +326,33 @@ class SourceIndex:
                 break
         return found[:limit]
 
+    def matching(
+        self, pattern: re.Pattern[str], package: str, needle: str
+    ) -> Iterator[tuple[str, ast.Module]]:
+        """(path, parsed module) of each file under ``package`` whose text holds ``needle`` and
+        ``pattern`` finds (the plain substring first: it costs a fraction of the pattern)."""
+        for rel in self.python_files(package):
+            text = self._text(rel)
+            if needle in text and pattern.search(text) and (parsed := self.parsed(rel)) is not None:
+                yield rel, parsed[0]
+
+    def _text(self, rel: str) -> str:
+        """A file's text, read once: every search of the tree reads it again."""
+        if rel not in self._texts:
+            try:
+                self._texts[rel] = (self.root / rel).read_text("utf-8", errors="replace")
+            except OSError:
+                self._texts[rel] = ""
+        return self._texts[rel]
+
+    @cached_property
+    def compiled(self) -> frozenset[str]:
+        return compiled_modules(self.root)
+
+    def _compiled(self, dotted: str, module: str, owner: Definition | None) -> Unresolved:
+        return Unresolved(dotted, "unknown", f"{module} is compiled by the build", owner,
+                          message("runtime.why.compiled", module=module))  # fmt: skip
+
     @cached_property
     def _all_files(self) -> list[str]:
         files = []
@@ -328,7 +362,7 @@ class SourceIndex:
             files += [f"{rel_dir}/{f}".removeprefix("./") for f in sorted(filenames) if f.endswith(".py")]
         return files
 
-    def _python_files(self, package: str) -> list[str]:
+    def python_files(self, package: str) -> list[str]:
         prefix = package.replace(".", "/") + "/"
         return [f for f in self._all_files if f.startswith(prefix)]
 

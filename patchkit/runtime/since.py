@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import difflib
 
-from patchkit.runtime.resolve import Definition, Resolution, SourceIndex, Unresolved
-from patchkit.runtime.signature import parameters
+from patchkit.runtime.resolve import OUTSIDE, Definition, Resolution, SourceIndex, Unresolved
+from patchkit.runtime.signature import key
 
 CONTEXT = 3
 
@@ -15,12 +15,16 @@ def compare(
 ) -> tuple[str, str]:
     """(status, diff) of ``target`` from the older pin to the pin.
 
-    missing: the older pin had it, the pin does not; absent: the pin lacks it, the older pin did not
-    have it either (or could not tell); new-upstream: only the pin has it; present: the pin has it,
-    reading the older pin could not tell; signature-changed / body-changed / unchanged: both have it."""
+    missing: the older pin had it, the pin does not (a method gone from a vLLM class is missing
+    though a base from outside the tree may have that name: that one is not vLLM's); absent: the
+    pin lacks it, the older pin did not have it either (or could not tell); new-upstream: only the
+    pin has it; present: the pin has it, reading the older pin could not tell; signature-changed /
+    body-changed / unchanged: both have it (the signature: ``signature.key``)."""
     if isinstance(new, Unresolved):
         if new.reason == "absent":  # what the pin lacks: missing if the older pin had it
             return ("missing", "") if isinstance(old, Definition) else ("absent", "")
+        if new.detail.startswith(OUTSIDE) and isinstance(old, Definition) and old.file:
+            return "missing", ""  # vLLM's own definition is gone; a base from elsewhere is not it
         return "unknown", ""
     if isinstance(old, Unresolved):  # the pin has it: new upstream, or the older pin could not tell
         return ("new-upstream", "") if old.reason == "absent" else ("present", "")
@@ -35,17 +39,17 @@ def compare(
     diff = function_diff(old, new, old_text, new_text)
     if old_text == new_text:
         return "unchanged", diff  # moved to another file, same source
-    old_params, new_params = _params(old, old_index), _params(new, new_index)
-    if old_params != new_params:
+    if _key(old, old_index) != _key(new, new_index):
         return "signature-changed", diff
     return "body-changed", diff
 
 
-def _params(found: Definition, index: SourceIndex):
+def _key(found: Definition, index: SourceIndex):
+    """The signature as ``inspect.Signature`` compares it (a class: its ``__init__``'s)."""
     if found.kind == "class":
         init = index.member(found, "__init__", f"{found.path}.__init__")
-        return parameters(init.node) if isinstance(init, Definition) and init.node is not None else None
-    return parameters(found.node) if found.node is not None else None
+        return key(init.node) if isinstance(init, Definition) and init.node is not None else None
+    return key(found.node) if found.node is not None else None
 
 
 def function_diff(old: Definition, new: Definition, old_text: str, new_text: str) -> str:

@@ -61,6 +61,7 @@ class ModuleScan:
     defs: dict[str, ast.AST] = field(default_factory=dict)  # module-level def / class by name
     read_attributes: set[str] = field(default_factory=set)  # every ``x.name`` the module reads
     unnamed: list[tuple[str, int]] = field(default_factory=list)  # setattr(vLLM object, unreadable name)
+    imports: frozenset[str] = frozenset()  # the vLLM modules its import statements load (a, a.b for a.b)
 
 
 def scan_module(rel: str, module: str, source: str, is_package: bool = False) -> ModuleScan:
@@ -88,9 +89,11 @@ def scan_module(rel: str, module: str, source: str, is_package: bool = False) ->
 
 
 def _collect_imports(scan: ModuleScan, tree: ast.Module, module: str, is_package: bool) -> None:
+    loaded: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
+                loaded |= _parents(alias.name)
                 if alias.asname:
                     scan.aliases[alias.asname] = alias.name
                 else:
@@ -99,12 +102,20 @@ def _collect_imports(scan: ModuleScan, tree: ast.Module, module: str, is_package
                     scan.uses.append(Use(alias.name, node.lineno))
         elif isinstance(node, ast.ImportFrom):
             source = absolute_module(node, module, is_package)
+            loaded |= _parents(source)
             for alias in node.names:
                 if alias.name == "*":
                     continue
                 scan.aliases[alias.asname or alias.name] = f"{source}.{alias.name}"
                 if _is_vllm(source):
                     scan.uses.append(Use(f"{source}.{alias.name}", node.lineno))
+    scan.imports = frozenset(name for name in loaded if _is_vllm(name))
+
+
+def _parents(module: str) -> set[str]:
+    """``a.b.c`` and the packages the import system loads before it: a, a.b."""
+    parts = module.split(".") if module else []
+    return {".".join(parts[:end]) for end in range(1, len(parts) + 1)}
 
 
 def _collect_aliases(scan: ModuleScan, tree: ast.Module) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from patchkit.audit.model import RuntimeTarget
 from patchkit.runtime import signature
+from patchkit.runtime.access import class_reads_only
 from patchkit.runtime.registry import items_for
 from patchkit.runtime.resolve import Definition, Resolution, SourceIndex, Unresolved
 from patchkit.runtime.since import compare
@@ -17,7 +18,7 @@ from patchkit.runtime.sites import ModuleScan, Site, expand
 from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
-WRAPPERS = ("staticmethod", "classmethod")
+WRAPPERS = ("staticmethod", "classmethod", "property", "cached_property")  # what a def is wrapped into
 
 
 @dataclass
@@ -39,7 +40,7 @@ def module_targets(scan: ModuleScan, trees: Trees, registry: dict | None) -> lis
     own = {id(node) for node in ast.walk(scan.tree)}
     out = []
     for target, sites in groups.items():
-        found = trees.base.resolve(target)
+        found = trees.base.resolve(target, scan.imports)
         if (
             all(s.decorator_module for s in sites)
             and isinstance(found, Definition)
@@ -71,6 +72,7 @@ def _target(
 ) -> RuntimeTarget:
     first = sites[0]
     replacement = replacement_node(scan, first, trees.plugin)
+    made = replacement_made(first, replacement)
     record = RuntimeTarget(
         target=target,
         kind=first.kind,
@@ -87,7 +89,7 @@ def _target(
         record.source_sha256 = _sha(trees.base.source(found)) if found.file and found.kind != "module" else ""
         if found.kind == "class" and isinstance(replacement, ast.ClassDef):
             record.kind = "class-swap"
-        _signatures(record, found, replacement, scan, trees.base)
+        _signatures(record, found, replacement, made, scan, trees.base)
     else:
         record.status, record.reason = found.reason, found.why
         if found.reason == "absent":
@@ -95,10 +97,12 @@ def _target(
             record.moved_to = [f"{path} ({d.file}:{d.line})" for path, d in elsewhere]
             record.status = absent_status(scan, record, sites, found, trees.base, [d for _, d in elsewhere])
     if trees.old is not None:
-        old = trees.old.resolve(target)
+        old = trees.old.resolve(target, scan.imports)
         if isinstance(old, Definition):
             record.old_defined_in = old.where
             record.old_signature = _signature_text(old, trees.old) or ""
+            if isinstance(found, Definition) and record.replacement_signature and found.node is not None:
+                record.signature_problems += signature.return_changed(old.node, found.node, replacement)
         status, record.upstream_diff = compare(target, old, found, trees.old, trees.base)
         if status == "absent":  # in neither pin: the plugin adds it, or it never reached vLLM
             status = record.status
@@ -109,7 +113,12 @@ def _target(
 
 
 def _signatures(
-    record: RuntimeTarget, found: Definition, replacement: ast.AST | None, scan: ModuleScan, base: SourceIndex
+    record: RuntimeTarget,
+    found: Definition,
+    replacement: ast.AST | None,
+    made: str,
+    scan: ModuleScan,
+    base: SourceIndex,
 ) -> None:
     record.signature = _signature_text(found, base) or ""
     original = _original_params(found, base)
@@ -128,8 +137,15 @@ def _signatures(
     theirs = signature.parameters(replacement)
     if theirs is None:
         return
-    record.replacement_signature = signature.text(replacement) or ""
+    record.replacement_signature = signature.text(replacement, made) or ""
     record.signature_problems = signature.incompatibilities(original, theirs)
+    if found.kind == "function" and found.node is not None:
+        member = "." in found.qualname  # a class attribute: Python binds it by its descriptor
+        owner, name = found.qualname.rpartition(".")[0], found.qualname.rpartition(".")[2]
+        only = lambda: class_reads_only(base, owner, name)  # noqa: E731 - read the tree only if it matters
+        record.signature_problems[:0] = signature.binding_problems(
+            found.node, replacement, made, member, only
+        )
 
 
 def _original_params(found: Definition, index: SourceIndex) -> list[signature.Param] | None:
@@ -150,10 +166,26 @@ def _subclasses(scan: ModuleScan, node: ast.ClassDef, target: str) -> bool:
     return any(expand(scan.aliases, base) == target for base in node.bases)
 
 
+def replacement_made(site: Site, node: ast.AST | None) -> str:
+    """The descriptor the replacement is once set: ``staticmethod(f)``, a decorated def, or a def
+    read through its class (a staticmethod's function is plain then, a classmethod's bound)."""
+    value = site.replacement
+    if isinstance(value, ast.Call) and (dotted_name(value.func) or "").rpartition(".")[2] in WRAPPERS:
+        return (dotted_name(value.func) or "").rpartition(".")[2]
+    made = signature.descriptor_text(node) if node is not None else ""
+    if isinstance(value, ast.Attribute) and made in ("staticmethod", "classmethod"):
+        return "" if made == "staticmethod" else "bound"
+    return made
+
+
 def replacement_node(scan: ModuleScan, site: Site, plugin: SourceIndex) -> ast.AST | None:
     """The def, class or lambda that replaces the target, where the plugin's source shows it."""
     node = site.replacement
-    if isinstance(node, ast.Call) and dotted_name(node.func) in WRAPPERS and node.args:
+    if (
+        isinstance(node, ast.Call)
+        and (dotted_name(node.func) or "").rpartition(".")[2] in WRAPPERS
+        and node.args
+    ):
         node = node.args[0]
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
         return node
@@ -222,17 +254,26 @@ def adds_when_absent(record: RuntimeTarget) -> bool:
 
 
 def named_elsewhere(base: SourceIndex, missing: Unresolved, target: str) -> list[tuple[str, Definition]]:
-    """Same-named definitions elsewhere in the pin, for the first part of ``target`` that is gone:
-    (the target's path through it, the definition)."""
+    """Same-named definitions elsewhere in the pin, for the first part of ``target`` that is gone, or
+    (a gone module) for the first later part whose same-named definition carries the rest of the
+    path: (the target's path through it, the definition). A path with parts after the definition is
+    kept only where it resolves in the pin (``vllm.attention.layer.Attention.forward`` is not at a
+    method named ``attention``)."""
     owner = missing.owner.path if missing.owner is not None else ""
     rest = target[len(owner) + 1 :] if owner and target.startswith(owner + ".") else target
-    name, *tail = rest.split(".")
-    out = []
-    for found in base.named_elsewhere(name, "vllm"):
-        path = ".".join([found.path, *tail])
-        if path != target:
-            out.append((path, found))
-    return out
+    parts = rest.split(".")
+    for index, name in enumerate(parts):
+        tail = parts[index + 1 :]
+        if index and not tail:
+            break  # the last name alone, after a gone module: any method of that name, no move
+        out = []
+        for found in base.named_elsewhere(name, "vllm", classes=bool(tail)):  # a def carries no path
+            path = ".".join([found.path, *tail])
+            if path != target and (not tail or isinstance(base.resolve(path), Definition)):
+                out.append((path, found))
+        if out:
+            return out
+    return []
 
 
 def _uses_within(scan: ModuleScan, node: ast.AST, base: SourceIndex) -> list[dict]:
@@ -240,7 +281,8 @@ def _uses_within(scan: ModuleScan, node: ast.AST, base: SourceIndex) -> list[dic
     out = []
     for use in scan.uses:
         if start <= use.line <= end:
-            out.append({"name": use.name, "line": use.line, "status": use_status(base.resolve(use.name))})
+            status = use_status(base.resolve(use.name, scan.imports))
+            out.append({"name": use.name, "line": use.line, "status": status})
     return out
 
 
