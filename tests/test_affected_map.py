@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from patchkit import cache
+from patchkit.analysis.scopes import MODULE
 from patchkit.audit import covermap
 from patchkit.audit.affected import EVERYTHING, split
 from patchkit.audit.pytestrun import TestSettings
-from patchkit.audit.scopes import MODULE
 
 POOL = "import os\n\nSIZE = 2\n\n\ndef grow(n):\n    return n * SIZE\n\n\ndef shrink(n):\n    return n - 1\n"
 A, B, C = "tests.test_pool::test_grow", "tests.test_pool::test_shrink", "tests.test_other::test_env"

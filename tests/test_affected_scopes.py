@@ -2,8 +2,8 @@
 function whose body changed, decorators and class attributes and module-level statements as the
 module, new and deleted files, deleted functions."""
 
+from patchkit.analysis.scopes import MODULE, changed_scopes, line_scopes
 from patchkit.audit.affected import EVERYTHING, changes
-from patchkit.audit.scopes import MODULE, changed_scopes, line_scopes
 
 SOURCE = """\
 import os

@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.diff",),
     ("patchkit.base", "patchkit.upstream"),
     ("patchkit.series",),
+    ("patchkit.analysis",),
     ("patchkit.split",),
     ("patchkit.apply",),
     ("patchkit.audit", "patchkit.runtime"),

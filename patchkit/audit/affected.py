@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from patchkit.analysis.scopes import MODULE, changed_scopes
 from patchkit.audit.basedemand import file_of_test
-from patchkit.audit.scopes import MODULE, changed_scopes
 from patchkit.audit.testselect import is_test_file
 
 Overlay = dict[str, bytes | None]

@@ -25,10 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
+from patchkit.analysis.scopes import line_scopes
 from patchkit.audit.basedemand import file_of_test
 from patchkit.audit.basesides import base_key, run_side, under
 from patchkit.audit.pytestrun import Extra, NoReport, TestSettings
-from patchkit.audit.scopes import line_scopes
 from patchkit.audit.testselect import JUNIT_ID_SOURCE
 
 KIND = "audit-covermap"

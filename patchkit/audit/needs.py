@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import threading
 
+from patchkit.analysis.depends import closure, minimal_needs
+from patchkit.analysis.needs import working_needs
 from patchkit.audit.gates import Overlay, PatchUnderAudit, apply_patch
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
-from patchkit.split.depends import closure, minimal_needs
-from patchkit.split.needs import working_needs
 
 Answer = tuple[list[str], str, dict[str, str]]  # (needs by name, where from, why by name)
 _MEMO: dict[tuple, list[Answer]] = {}

@@ -21,10 +21,10 @@ from functools import cache as memoised
 from pathlib import Path
 
 from patchkit import cache
+from patchkit.analysis.undefined import dependency_ruff
 from patchkit.audit import precommit
 from patchkit.base import package_index
 from patchkit.errors import UserError
-from patchkit.split.undefined import dependency_ruff
 from patchkit.values import Message
 
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchkit.analysis.depends import compute_dependencies
 from patchkit.edit import gitops
 from patchkit.edit.chain import Item, rebuild
 from patchkit.edit.hunks import Hunk, assign, diff_u0, join
@@ -19,7 +20,6 @@ from patchkit.edit.worktree import Work, land, load, lock, recover
 from patchkit.errors import CheckFailed, UserError
 from patchkit.series.files import load_entries
 from patchkit.series.model import SplitPatch
-from patchkit.split.depends import compute_dependencies
 
 
 @dataclass

@@ -18,8 +18,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from patchkit.runtime import bindings
-from patchkit.split.modfacts import dotted_name
+from patchkit.analysis import bindings
+from patchkit.analysis.modfacts import dotted_name
 from patchkit.values import message
 
 OBJECT_ATTRIBUTES = frozenset(dir(object)) | {"__init_subclass__", "__class_getitem__"}

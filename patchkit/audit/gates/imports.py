@@ -23,13 +23,13 @@ from collections import Counter
 from pathlib import Path
 
 from patchkit import __version__
+from patchkit.analysis import undefined
+from patchkit.analysis.dependents import dependents
+from patchkit.analysis.modfacts import module_name
+from patchkit.analysis.static import first_party, tree_state
 from patchkit.audit.gates import Gate, GateContext, gate_result, witness
 from patchkit.audit.gates.tests import materialise
 from patchkit.audit.model import Evidence, GateResult
-from patchkit.split import undefined
-from patchkit.split.dependents import dependents
-from patchkit.split.modfacts import module_name
-from patchkit.split.static import first_party, tree_state
 from patchkit.values import Message
 
 IMPORT_TIMEOUT = 120.0

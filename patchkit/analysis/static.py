@@ -25,8 +25,8 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from patchkit.analysis.modfacts import Facts, facts_of, module_name, uses_of
 from patchkit.base.tree import BaseTree
-from patchkit.split.modfacts import Facts, facts_of, module_name, uses_of
 
 Read = Callable[[str], "bytes | None"]
 Files = dict[str, "bytes | None"]

@@ -6,13 +6,13 @@ import itertools
 from collections.abc import Callable
 from typing import TypeVar
 
+from patchkit.analysis.needs import working_needs
 from patchkit.base.tree import BaseTree
 from patchkit.diff.engine import State, apply_files
 from patchkit.diff.hunks import HunkMismatch
 from patchkit.diff.model import Replay
 from patchkit.series.model import SplitPatch
 from patchkit.series.overlays import Overlay, base_matches
-from patchkit.split.needs import working_needs
 
 T = TypeVar("T")
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from patchkit.analysis import undefined
+from patchkit.analysis.dependents import dependents
+from patchkit.analysis.static import Problem, first_party, tree_state
 from patchkit.base.tree import BaseTree
-from patchkit.split import undefined
-from patchkit.split.dependents import dependents
-from patchkit.split.static import Problem, first_party, tree_state
 
 Files = dict[str, "bytes | None"]
 After = Callable[[tuple[int, ...]], "Files | None"]

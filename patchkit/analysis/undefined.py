@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from functools import cache
 
-from patchkit.split.static import Problem
+from patchkit.analysis.static import Problem
 
 # F405: in a file with a star import ruff reports a read of a name the file does not bind as F405,
 # not F821 (the star may provide it); what the star does provide is on the base and in the final

@@ -20,8 +20,8 @@ import re
 import subprocess
 from collections.abc import Callable, Iterable
 
+from patchkit.analysis.modfacts import facts_of, module_name
 from patchkit.base.tree import BaseTree
-from patchkit.split.modfacts import facts_of, module_name
 
 Files = dict[str, "bytes | None"]
 Read = Callable[[str], "bytes | None"]
