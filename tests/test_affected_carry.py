@@ -9,7 +9,7 @@ import pytest
 from fixtures.audit.builder import FAKE_TREE, audit_fake, file_diff, patch_text
 
 from patchkit import timing
-from patchkit.audit import carry
+from patchkit.testrun import carry
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"

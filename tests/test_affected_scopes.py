@@ -3,7 +3,7 @@ function whose body changed, decorators and class attributes and module-level st
 module, new and deleted files, deleted functions."""
 
 from patchkit.analysis.scopes import MODULE, changed_scopes, line_scopes
-from patchkit.audit.affected import EVERYTHING, changes
+from patchkit.testrun.affected import EVERYTHING, changes
 
 SOURCE = """\
 import os

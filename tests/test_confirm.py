@@ -10,8 +10,8 @@ import pytest
 from fixtures.audit.builder import file_diff
 from test_tests_classification import TEST_CALC, _cache, _gate  # noqa: F401 - the shared harness
 
-from patchkit.audit import confirm
-from patchkit.audit.testselect import Outcome, classify, excerpt
+from patchkit.testrun import confirm
+from patchkit.testrun.testselect import Outcome, classify, excerpt
 
 
 def _flaky_once(marker: Path, body: str) -> str:

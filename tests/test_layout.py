@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.analysis",),
     ("patchkit.split",),
     ("patchkit.apply",),
+    ("patchkit.testrun", "patchkit.tools", "patchkit.guide"),
     ("patchkit.audit", "patchkit.runtime"),
     ("patchkit.report", "patchkit.pipelines"),
     ("patchkit.rebase", "patchkit.wheels", "patchkit.edit", "patchkit.interdiff"),

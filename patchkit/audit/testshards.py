@@ -15,10 +15,10 @@ from types import SimpleNamespace
 from patchkit.audit import guide as guides
 from patchkit.audit.gates.tests import conclude
 from patchkit.audit.model import GUIDE_UNFINISHED, AuditResult, GateResult, PatchAudit
-from patchkit.audit.pytestrun import TestSettings
-from patchkit.audit.testplan import unpack
 from patchkit.audit.verdict import decide_record, verdict_reasons, worst
 from patchkit.errors import UserError
+from patchkit.testrun.pytestrun import TestSettings
+from patchkit.testrun.testplan import unpack
 from patchkit.values import Message
 
 OTHER_SHARD = "gate.tests.other-shard"  # this shard owns none of the patch's test files

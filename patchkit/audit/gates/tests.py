@@ -11,10 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit import affectedrun, basesides, carry, testenv
-from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
-from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
-from patchkit.audit.confirm import confirm_failures
 from patchkit.audit.gates import (
     Gate,
     GateContext,
@@ -26,9 +22,15 @@ from patchkit.audit.gates import (
     witness,
 )
 from patchkit.audit.model import Evidence, GateResult
-from patchkit.audit.pytestrun import NoReport, TestSettings, environment
-from patchkit.audit.testplan import expand, pack, shard_files
-from patchkit.audit.testselect import (
+from patchkit.diff.hunks import HunkMismatch
+from patchkit.errors import UserError
+from patchkit.testrun import affectedrun, basesides, carry, testenv
+from patchkit.testrun.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
+from patchkit.testrun.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
+from patchkit.testrun.confirm import confirm_failures
+from patchkit.testrun.pytestrun import NoReport, TestSettings, environment
+from patchkit.testrun.testplan import expand, pack, shard_files
+from patchkit.testrun.testselect import (
     FLAKY,
     OUTCOME_FORMAT,
     compare,
@@ -37,8 +39,6 @@ from patchkit.audit.testselect import (
     select_tests,
     summary_message,
 )
-from patchkit.diff.hunks import HunkMismatch
-from patchkit.errors import UserError
 from patchkit.values import Message
 
 __all__ = ["LINK_TIMEOUT", "TestSettings", "materialise", "tests_gate"]

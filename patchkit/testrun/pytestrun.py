@@ -14,8 +14,8 @@ from functools import cache as memoised
 from pathlib import Path
 
 from patchkit import cache
-from patchkit.audit.shardfilter import shard_plugin
-from patchkit.audit.testselect import JUNIT_ID_SOURCE, Outcome, excerpt, parse_junit
+from patchkit.testrun.shardfilter import shard_plugin
+from patchkit.testrun.testselect import JUNIT_ID_SOURCE, Outcome, excerpt, parse_junit
 from patchkit.values import Message
 
 _PROBE = (

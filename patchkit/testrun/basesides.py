@@ -14,13 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit.basedemand import Demand, file_of_test
 from patchkit.audit.gates import Overlay
-from patchkit.audit.inflight import claim, release
-from patchkit.audit.overlaytree import installed_vllm, lay_over, write_over
-from patchkit.audit.pytestrun import Extra, NoReport, TestSettings, run_pytest
-from patchkit.audit.testplan import split_files
-from patchkit.audit.testselect import OUTCOME_FORMAT, Outcome, outcomes_by_path
+from patchkit.testrun.basedemand import Demand, file_of_test
+from patchkit.testrun.inflight import claim, release
+from patchkit.testrun.overlaytree import installed_vllm, lay_over, write_over
+from patchkit.testrun.pytestrun import Extra, NoReport, TestSettings, run_pytest
+from patchkit.testrun.testplan import split_files
+from patchkit.testrun.testselect import OUTCOME_FORMAT, Outcome, outcomes_by_path
 
 LINK_TIMEOUT = 600  # seconds for `cp -al` of one top-level entry of the base
 

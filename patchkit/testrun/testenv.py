@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from patchkit import cache, pipconf, timing
-from patchkit.audit import torchpin
 from patchkit.errors import UserError
+from patchkit.testrun import torchpin
 
 TEST_TOOLS = torchpin.TEST_TOOLS
 REQUIREMENTS = "requirements/common.txt"

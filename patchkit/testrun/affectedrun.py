@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import timing
-from patchkit.audit import basesides, carry, covermap
-from patchkit.audit.affected import changes, split
-from patchkit.audit.basedemand import file_of_test
 from patchkit.audit.gates import Overlay
-from patchkit.audit.pytestrun import NoReport, TestSettings
+from patchkit.testrun import basesides, carry, covermap
+from patchkit.testrun.affected import changes, split
+from patchkit.testrun.basedemand import file_of_test
+from patchkit.testrun.pytestrun import NoReport, TestSettings
 from patchkit.values import Message
 
 

@@ -20,8 +20,8 @@ import hashlib
 import json
 from collections.abc import Callable
 
-from patchkit.audit.basedemand import file_of_test
-from patchkit.audit.testselect import Outcome, excerpt
+from patchkit.testrun.basedemand import file_of_test
+from patchkit.testrun.testselect import Outcome, excerpt
 
 DURATIONS_FILE = "test-durations.json"  # in the series dir: {test path or JUnit id: seconds}, from a record
 TESTS_KEY = "@tests"  # in it, never a path: {test file: [JUnit ids]}, every test of the slow files

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from patchkit.audit.testselect import Comparison, Outcome, compare, module_of
+from patchkit.testrun.testselect import Comparison, Outcome, compare, module_of
 
 ON_PATCH_ONLY = "passed-with-patch"  # passed with the patch; the base was not needed
 

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from patchkit.analysis.scopes import MODULE, changed_scopes
-from patchkit.audit.basedemand import file_of_test
-from patchkit.audit.testselect import is_test_file
+from patchkit.testrun.basedemand import file_of_test
+from patchkit.testrun.testselect import is_test_file
 
 Overlay = dict[str, bytes | None]
 EVERYTHING = "<everything>"

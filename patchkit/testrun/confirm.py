@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit import timing
-from patchkit.audit.basedemand import compare_on_demand, file_of_test
-from patchkit.audit.testselect import FAILING, FLAKY, Outcome
+from patchkit.testrun.basedemand import compare_on_demand, file_of_test
+from patchkit.testrun.testselect import FAILING, FLAKY, Outcome
 
 if TYPE_CHECKING:
     from patchkit.audit.gates import Overlay
-    from patchkit.audit.pytestrun import TestSettings
+    from patchkit.testrun.pytestrun import TestSettings
 
 MAX_RETRIED = 20
 

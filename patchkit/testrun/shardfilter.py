@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from patchkit.audit.testplan import owner, split_files
-from patchkit.audit.testselect import JUNIT_ID_SOURCE
+from patchkit.testrun.testplan import owner, split_files
+from patchkit.testrun.testselect import JUNIT_ID_SOURCE
 
 PLUGIN = (
     """\

@@ -25,12 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from patchkit import cache
-from patchkit.audit.affected import scopes_of_change, split
-from patchkit.audit.basesides import base_key, base_reader, overlay_digest
-from patchkit.audit.basesides import key_digest as _key
 from patchkit.audit.gates import Overlay
-from patchkit.audit.pytestrun import TestSettings
-from patchkit.audit.testselect import Outcome
+from patchkit.testrun.affected import scopes_of_change, split
+from patchkit.testrun.basesides import base_key, base_reader, overlay_digest
+from patchkit.testrun.basesides import key_digest as _key
+from patchkit.testrun.pytestrun import TestSettings
+from patchkit.testrun.testselect import Outcome
 
 RECORD, INDEX, TREE = "audit-carry", "audit-carry-index", "audit-carry-tree"
 FORMAT = 1

@@ -26,10 +26,10 @@ from pathlib import Path
 
 from patchkit import cache, timing
 from patchkit.analysis.scopes import line_scopes
-from patchkit.audit.basedemand import file_of_test
-from patchkit.audit.basesides import base_key, run_side, under
-from patchkit.audit.pytestrun import Extra, NoReport, TestSettings
-from patchkit.audit.testselect import JUNIT_ID_SOURCE
+from patchkit.testrun.basedemand import file_of_test
+from patchkit.testrun.basesides import base_key, run_side, under
+from patchkit.testrun.pytestrun import Extra, NoReport, TestSettings
+from patchkit.testrun.testselect import JUNIT_ID_SOURCE
 
 KIND = "audit-covermap"
 MAP_FORMAT = 2  # 2: a shared fixture's lines belong to every test of its scope
