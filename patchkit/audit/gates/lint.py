@@ -25,11 +25,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from patchkit.audit import hook_tools, precommit
 from patchkit.audit.gates import Gate, GateContext, PatchUnderAudit, Trees, gate_result, not_applied, witness
 from patchkit.audit.gates.ruff import shadow_tree
 from patchkit.audit.model import GateResult
 from patchkit.errors import UserError
+from patchkit.tools import hook_tools, precommit
 from patchkit.values import Message
 
 HOOK_TIMEOUT = 600

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 
 from patchkit import __version__
-from patchkit.audit import ruff_binary
 from patchkit.audit.gates import (
     Gate,
     GateContext,
@@ -28,6 +27,7 @@ from patchkit.audit.gates import (
     witness,
 )
 from patchkit.audit.model import GateResult
+from patchkit.tools import ruff_binary
 from patchkit.values import Message
 
 CONFIG_NAMES = ("pyproject.toml", "ruff.toml", ".ruff.toml")

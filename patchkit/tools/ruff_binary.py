@@ -22,9 +22,9 @@ from pathlib import Path
 
 from patchkit import cache
 from patchkit.analysis.undefined import dependency_ruff
-from patchkit.audit import precommit
 from patchkit.base import package_index
 from patchkit.errors import UserError
+from patchkit.tools import precommit
 from patchkit.values import Message
 
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"

@@ -22,11 +22,11 @@ import zipfile
 from pathlib import Path
 
 from patchkit import cache
-from patchkit.audit import ruff_binary
-from patchkit.audit.precommit import Tool
 from patchkit.base import package_index
 from patchkit.errors import UserError
 from patchkit.testrun import testenv
+from patchkit.tools import ruff_binary
+from patchkit.tools.precommit import Tool
 
 INSTALL_TIMEOUT = 900
 _EXEC = stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
