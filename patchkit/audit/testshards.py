@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from patchkit.audit import guide as guides
+from patchkit import guide as guides
 from patchkit.audit.gates.tests import conclude
 from patchkit.audit.model import GUIDE_UNFINISHED, AuditResult, GateResult, PatchAudit
 from patchkit.audit.verdict import decide_record, verdict_reasons, worst

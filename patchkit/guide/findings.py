@@ -10,9 +10,9 @@ import ast
 import fnmatch
 import re
 
-from patchkit.audit.guide.literals import compact_change
-from patchkit.audit.guide.view import FileView, NodeIndex
 from patchkit.audit.model import Finding
+from patchkit.guide.literals import compact_change
+from patchkit.guide.view import FileView, NodeIndex
 from patchkit.values import message
 
 PRE_IMAGE_KINDS = frozenset({"public-symbol-removed", "assert-weakened"})

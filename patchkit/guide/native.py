@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-from patchkit.audit.guide.findings import make_finding
-from patchkit.audit.guide.view import FileView
 from patchkit.audit.model import Finding
+from patchkit.guide.findings import make_finding
+from patchkit.guide.view import FileView
 from patchkit.values import message
 
 KERNEL_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".c")

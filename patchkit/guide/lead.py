@@ -14,8 +14,8 @@ import json
 import re
 from typing import Any
 
-from patchkit.audit.guide.priority import LEVELS, reading_minutes, reading_priority
 from patchkit.audit.model import PatchAudit
+from patchkit.guide.priority import LEVELS, reading_minutes, reading_priority
 from patchkit.values import message
 
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}

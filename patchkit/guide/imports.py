@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ast
 
-from patchkit.audit.guide.findings import make_finding
-from patchkit.audit.guide.view import FileView, Source
 from patchkit.audit.model import Finding
+from patchkit.guide.findings import make_finding
+from patchkit.guide.view import FileView, Source
 
 
 def _module_file(module: str, read: Source) -> tuple[str | None, bytes | None]:

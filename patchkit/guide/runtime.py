@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from patchkit.audit.guide.findings import make_finding
-from patchkit.audit.guide.view import FileView
 from patchkit.audit.model import Finding
+from patchkit.guide.findings import make_finding
+from patchkit.guide.view import FileView
 
 
 def env_write_findings(view: FileView) -> list[Finding]:

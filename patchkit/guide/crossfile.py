@@ -6,10 +6,10 @@ import ast
 import re
 from dataclasses import dataclass
 
-from patchkit.audit.guide.findings import call_name, changed, is_literal, make_finding
-from patchkit.audit.guide.view import FileView, NodeIndex
 from patchkit.audit.model import Finding
 from patchkit.diff.model import Commit, FilePatch
+from patchkit.guide.findings import call_name, changed, is_literal, make_finding
+from patchkit.guide.view import FileView, NodeIndex
 from patchkit.values import message
 
 _NEGATED = re.compile(

@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 import re
 
-from patchkit.audit.guide.findings import call_name, make_finding
-from patchkit.audit.guide.view import FileView
 from patchkit.audit.model import Finding
+from patchkit.guide.findings import call_name, make_finding
+from patchkit.guide.view import FileView
 
 FORCED_HIGH = frozenset(
     {

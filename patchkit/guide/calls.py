@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 import re
 
-from patchkit.audit.guide.behaviour import dotted
-from patchkit.audit.guide.findings import call_name, make_finding
-from patchkit.audit.guide.view import FileView
 from patchkit.audit.model import Finding
+from patchkit.guide.behaviour import dotted
+from patchkit.guide.findings import call_name, make_finding
+from patchkit.guide.view import FileView
 
 _CACHE_NAME = re.compile(r"cache", re.I)
 

@@ -10,10 +10,12 @@ Layout: ``view`` (each image parsed and walked once), ``findings`` (per-file det
 
 from __future__ import annotations
 
-from patchkit.audit.guide.behaviour import behaviour_findings
-from patchkit.audit.guide.calls import cache_findings, call_arg_findings
-from patchkit.audit.guide.crossfile import env_findings, message_findings, test_findings
-from patchkit.audit.guide.findings import (
+from patchkit.audit.model import Finding
+from patchkit.diff.model import Commit, FilePatch
+from patchkit.guide.behaviour import behaviour_findings
+from patchkit.guide.calls import cache_findings, call_arg_findings
+from patchkit.guide.crossfile import env_findings, message_findings, test_findings
+from patchkit.guide.findings import (
     CONSTRAINT_KWARGS,
     HIGH_KINDS,
     HOT_PATHS,
@@ -26,14 +28,12 @@ from patchkit.audit.guide.findings import (
     capped,
     file_findings,
 )
-from patchkit.audit.guide.imports import import_findings
-from patchkit.audit.guide.lead import finish, series_lead
-from patchkit.audit.guide.native import native_findings
-from patchkit.audit.guide.priority import CONTRACT_PATHS, LEVELS, follow_ups, reading_order, reading_priority
-from patchkit.audit.guide.runtime import env_write_findings
-from patchkit.audit.guide.view import Images, Source, file_view
-from patchkit.audit.model import Finding
-from patchkit.diff.model import Commit, FilePatch
+from patchkit.guide.imports import import_findings
+from patchkit.guide.lead import finish, series_lead
+from patchkit.guide.native import native_findings
+from patchkit.guide.priority import CONTRACT_PATHS, LEVELS, follow_ups, reading_order, reading_priority
+from patchkit.guide.runtime import env_write_findings
+from patchkit.guide.view import Images, Source, file_view
 
 __all__ = [
     "CONSTRAINT_KWARGS",
