@@ -15,9 +15,10 @@ import threading
 
 from patchkit.analysis.depends import closure, minimal_needs
 from patchkit.analysis.needs import working_needs
-from patchkit.audit.gates import Overlay, PatchUnderAudit, apply_patch
+from patchkit.audit.gates import PatchUnderAudit, apply_patch
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
+from patchkit.testrun.overlaytree import Overlay
 
 Answer = tuple[list[str], str, dict[str, str]]  # (needs by name, where from, why by name)
 _MEMO: dict[tuple, list[Answer]] = {}

@@ -10,7 +10,6 @@ Layout: ``view`` (each image parsed and walked once), ``findings`` (per-file det
 
 from __future__ import annotations
 
-from patchkit.audit.model import Finding
 from patchkit.diff.model import Commit, FilePatch
 from patchkit.guide.behaviour import behaviour_findings
 from patchkit.guide.calls import cache_findings, call_arg_findings
@@ -30,6 +29,7 @@ from patchkit.guide.findings import (
 )
 from patchkit.guide.imports import import_findings
 from patchkit.guide.lead import finish, series_lead
+from patchkit.guide.model import Finding
 from patchkit.guide.native import native_findings
 from patchkit.guide.priority import CONTRACT_PATHS, LEVELS, follow_ups, reading_order, reading_priority
 from patchkit.guide.runtime import env_write_findings

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 import re
 
-from patchkit.audit.model import Finding
 from patchkit.guide.findings import call_name, make_finding
+from patchkit.guide.model import Finding
 from patchkit.guide.view import FileView
 
 FORCED_HIGH = frozenset(

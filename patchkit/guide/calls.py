@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 import re
 
-from patchkit.audit.model import Finding
 from patchkit.guide.behaviour import dotted
 from patchkit.guide.findings import call_name, make_finding
+from patchkit.guide.model import Finding
 from patchkit.guide.view import FileView
 
 _CACHE_NAME = re.compile(r"cache", re.I)

@@ -6,9 +6,9 @@ import ast
 import re
 from dataclasses import dataclass
 
-from patchkit.audit.model import Finding
 from patchkit.diff.model import Commit, FilePatch
 from patchkit.guide.findings import call_name, changed, is_literal, make_finding
+from patchkit.guide.model import Finding
 from patchkit.guide.view import FileView, NodeIndex
 from patchkit.values import message
 

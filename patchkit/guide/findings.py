@@ -10,8 +10,8 @@ import ast
 import fnmatch
 import re
 
-from patchkit.audit.model import Finding
 from patchkit.guide.literals import compact_change
+from patchkit.guide.model import Finding
 from patchkit.guide.view import FileView, NodeIndex
 from patchkit.values import message
 

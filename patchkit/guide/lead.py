@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from patchkit.audit.model import PatchAudit
+from patchkit.guide.model import AuditedPatch
 from patchkit.guide.priority import LEVELS, reading_minutes, reading_priority
 from patchkit.values import message
 
@@ -71,7 +71,7 @@ def _params(finding: dict) -> dict:
     return {"file": finding.get("file") or "-", "line": finding.get("line", 0), **params}
 
 
-def gate_findings(audit: PatchAudit) -> list[dict]:
+def gate_findings(audit: AuditedPatch) -> list[dict]:
     """Findings the gates add: ruff's F821 (a NameError when the line runs) and the imports gate."""
     out = []
     for gate in audit.gates:
@@ -122,7 +122,7 @@ def _finding(kind: str, severity: str, file: str, line: int, params: dict, evide
     }
 
 
-def finish(audit: PatchAudit) -> dict:
+def finish(audit: AuditedPatch) -> dict:
     """The patch's guide with the gates' findings, its priority and its lead paragraph."""
     guide = dict(audit.guide)
     findings = list(guide.get("findings", []))
@@ -178,7 +178,7 @@ def _order(order: list[dict]) -> dict | None:
     return message("lead.order", steps=steps) if len(steps) > 1 else None
 
 
-def readers(audit: PatchAudit | list[PatchAudit]) -> dict:
+def readers(audit: AuditedPatch | list[AuditedPatch]) -> dict:
     """CODEOWNERS reviewers and labels from the record when it has them; else the area."""
     audits = audit if isinstance(audit, list) else [audit]
     people = list(dict.fromkeys(r for a in audits for r in getattr(a, "reviewers", None) or []))
@@ -296,7 +296,7 @@ def _follow(findings: list[dict]) -> dict | None:
     return message("lead.follow", follow=items[:MAX_FOLLOW]) if items else None
 
 
-def patch_lead(guide: dict, audit: PatchAudit) -> dict:
+def patch_lead(guide: dict, audit: AuditedPatch) -> dict:
     findings, priority = guide.get("findings", []), guide["priority"]
     parts: list[Any] = [message(f"lead.priority.{priority['level']}", minutes=priority["minutes"])]
     decisions = _decisions(findings)
@@ -313,7 +313,7 @@ def patch_lead(guide: dict, audit: PatchAudit) -> dict:
     return message("lead.paragraph", sentences=parts)
 
 
-def series_lead(audits: list[PatchAudit]) -> dict:
+def series_lead(audits: list[AuditedPatch]) -> dict:
     """The whole series in the same shape: how much of it deserves a close read and how long it takes,
     the decisions across it, the order to read it in (needs first), readers, upgrade advice."""
     if not audits:

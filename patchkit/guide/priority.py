@@ -6,9 +6,9 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 
-from patchkit.audit.model import Finding
 from patchkit.diff.model import FilePatch
 from patchkit.guide.crossfile import is_test
+from patchkit.guide.model import Finding
 from patchkit.values import message
 
 CONTRACT_PATHS = (

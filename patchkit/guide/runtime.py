@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from patchkit.audit.model import Finding
 from patchkit.guide.findings import make_finding
+from patchkit.guide.model import Finding
 from patchkit.guide.view import FileView
 
 

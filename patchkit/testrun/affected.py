@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 from patchkit.analysis.scopes import MODULE, changed_scopes
 from patchkit.testrun.basedemand import file_of_test
+from patchkit.testrun.overlaytree import Overlay
 from patchkit.testrun.testselect import is_test_file
 
-Overlay = dict[str, bytes | None]
 EVERYTHING = "<everything>"
 
 

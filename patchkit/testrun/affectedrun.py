@@ -15,10 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import timing
-from patchkit.audit.gates import Overlay
 from patchkit.testrun import basesides, carry, covermap
 from patchkit.testrun.affected import changes, split
 from patchkit.testrun.basedemand import file_of_test
+from patchkit.testrun.overlaytree import Overlay
 from patchkit.testrun.pytestrun import NoReport, TestSettings
 from patchkit.values import Message
 
@@ -141,11 +141,9 @@ def _carried_params(counts: dict) -> dict:
     return {"count": counts["carried"], "paths": len(sources), "changed": ", ".join(changed) or "-"}
 
 
-def carried_witness(groups: dict | None, base: dict | None):
-    """The evidence for carried outcomes: the recorded runs (coverage.py, a context per test) they
-    come from, per side; None when nothing was carried."""
-    from patchkit.audit.gates import witness
-
+def carried_evidence(groups: dict | None, base: dict | None) -> dict | None:
+    """The evidence for carried outcomes, as the tests gate's ``witness`` takes it: the recorded runs
+    (coverage.py, a context per test) they come from, per side; None when nothing was carried."""
     sides = [(side, counts) for side, counts in (("patched", groups or {}), ("base", base or {}))
              if counts.get("carried")]  # fmt: skip
     if not sides:
@@ -159,5 +157,5 @@ def carried_witness(groups: dict | None, base: dict | None):
         for side, counts in sides
     )
     paths = sorted({p for _, counts in sides for p in counts.get("carried_from", {})})
-    return witness("coverage.py (per-test contexts of a recorded run)", told, inputs=paths,
-                   counts={side: int(counts["carried"]) for side, counts in sides})  # fmt: skip
+    return {"tool": "coverage.py (per-test contexts of a recorded run)", "outcome": told, "inputs": paths,
+            "counts": {side: int(counts["carried"]) for side, counts in sides}}  # fmt: skip

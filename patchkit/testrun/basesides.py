@@ -14,10 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit.gates import Overlay
 from patchkit.testrun.basedemand import Demand, file_of_test
 from patchkit.testrun.inflight import claim, release
-from patchkit.testrun.overlaytree import installed_vllm, lay_over, write_over
+from patchkit.testrun.overlaytree import Overlay, installed_vllm, lay_over, write_over
 from patchkit.testrun.pytestrun import Extra, NoReport, TestSettings, run_pytest
 from patchkit.testrun.testplan import split_files
 from patchkit.testrun.testselect import OUTCOME_FORMAT, Outcome, outcomes_by_path

@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from patchkit import cache
-from patchkit.audit.gates import Overlay
 from patchkit.testrun.affected import scopes_of_change, split
 from patchkit.testrun.basesides import base_key, base_reader, overlay_digest
 from patchkit.testrun.basesides import key_digest as _key
+from patchkit.testrun.overlaytree import Overlay
 from patchkit.testrun.pytestrun import TestSettings
 from patchkit.testrun.testselect import Outcome
 

@@ -18,7 +18,7 @@ from patchkit.testrun.basedemand import compare_on_demand, file_of_test
 from patchkit.testrun.testselect import FAILING, FLAKY, Outcome
 
 if TYPE_CHECKING:
-    from patchkit.audit.gates import Overlay
+    from patchkit.testrun.overlaytree import Overlay
     from patchkit.testrun.pytestrun import TestSettings
 
 MAX_RETRIED = 20

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = "vllm"
+Overlay = dict[str, bytes | None]  # path -> content after some patches (None = deleted)
 # find_spec of a top-level package locates it without importing it (importing vllm is seconds)
 _PROBE = (
     "import importlib.util, json, pathlib\n"
@@ -50,7 +51,7 @@ def installed_vllm(python: str, cwd: Path | None = None) -> InstalledVllm | None
     return InstalledVllm(Path(found["root"]), tuple(found["compiled"]))
 
 
-def lay_over(installed: InstalledVllm, overlay: dict[str, bytes | None], tree: Path) -> None:
+def lay_over(installed: InstalledVllm, overlay: Overlay, tree: Path) -> None:
     """Replace ``tree/vllm`` (the source tree's copy) by the installed package, patched by the
     overlay's ``vllm/`` files: none → removed, so the installed package is imported as it is."""
     target = tree / PACKAGE

@@ -16,17 +16,9 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 
 from patchkit import __version__
-from patchkit.audit.gates import (
-    Gate,
-    GateContext,
-    Overlay,
-    PatchUnderAudit,
-    Trees,
-    gate_result,
-    not_applied,
-    witness,
-)
+from patchkit.audit.gates import Gate, GateContext, PatchUnderAudit, Trees, gate_result, not_applied, witness
 from patchkit.audit.model import GateResult
+from patchkit.testrun.overlaytree import Overlay
 from patchkit.tools import ruff_binary
 from patchkit.values import Message
 

@@ -14,7 +14,6 @@ from patchkit import cache, timing
 from patchkit.audit.gates import (
     Gate,
     GateContext,
-    Overlay,
     PatchUnderAudit,
     apply_patch,
     gate_result,
@@ -28,6 +27,7 @@ from patchkit.testrun import affectedrun, basesides, carry, testenv
 from patchkit.testrun.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
 from patchkit.testrun.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
 from patchkit.testrun.confirm import confirm_failures
+from patchkit.testrun.overlaytree import Overlay
 from patchkit.testrun.pytestrun import NoReport, TestSettings, environment
 from patchkit.testrun.testplan import expand, pack, shard_files
 from patchkit.testrun.testselect import (
@@ -178,8 +178,8 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         # the base side as far as it ran, here or in a cached run of the same tree
         base = _pytest_witness(settings, env_info, selection, "base", cmp.base_counts, _shared(stats))
         evidence.insert(0, base)
-    if carried := affectedrun.carried_witness(details.get("groups"), stats):
-        evidence.append(carried)
+    if carried := affectedrun.carried_evidence(details.get("groups"), stats):
+        evidence.append(witness(**carried))
     if hung:
         params = {
             "seconds": f"{settings.test_timeout:g}",
