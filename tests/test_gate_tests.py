@@ -267,7 +267,7 @@ def test_a_hung_hard_link_copy_times_out_and_copies_instead(tmp_path, monkeypatc
         seen.append(kw.get("timeout"))
         raise sp.TimeoutExpired(args, kw.get("timeout"))
 
-    monkeypatch.setattr(gate_tests.subprocess, "run", hung)
+    monkeypatch.setattr(sp, "run", hung)  # what patchkit.proc runs every process with
     gate_tests.materialise(base, {"vllm/new.py": b"y = 2\n"}, tmp_path / "tree")
     assert seen and all(t == gate_tests.LINK_TIMEOUT for t in seen)
     assert (tmp_path / "tree" / "vllm" / "calc.py").read_text() == "x = 1\n"

@@ -17,11 +17,12 @@ nothing is lost, which is the common case.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable, Iterable
 
+from patchkit import git
 from patchkit.analysis.modfacts import facts_of, module_name
 from patchkit.base.tree import BaseTree
+from patchkit.proc import TimeoutExpired
 
 Files = dict[str, "bytes | None"]
 Read = Callable[[str], "bytes | None"]
@@ -172,13 +173,13 @@ def _grep(base: BaseTree, names: frozenset[str]) -> list[str]:
     if key not in _HITS:
         if len(_HITS) > 64:
             _HITS.clear()
-        argv = ["git", "grep", "--no-index", "-l", "-w", "-F", "-I"]
+        argv = ["grep", "--no-index", "-l", "-w", "-F", "-I"]
         for name in sorted(names):
             argv += ["-e", name]
         argv += ["--", "*.py"]
         try:
-            proc = subprocess.run(argv, cwd=base.root, capture_output=True, timeout=120)
-        except (OSError, subprocess.TimeoutExpired):
+            proc = git.call(argv, base.root, timeout=120, own_group=False)
+        except (OSError, TimeoutExpired):
             _HITS[key] = _scan(base, names)
         else:
             if proc.returncode in (0, 1):  # 1: nothing found

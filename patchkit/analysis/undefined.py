@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sysconfig
 import tempfile
 import threading
@@ -27,6 +26,7 @@ from collections.abc import Callable
 from functools import cache
 
 from patchkit.analysis.static import Problem
+from patchkit.proc import run_process
 
 # F405: in a file with a star import ruff reports a read of a name the file does not bind as F405,
 # not F821 (the star may provide it); what the star does provide is on the base and in the final
@@ -138,7 +138,7 @@ def _run(todo: list[tuple[str, bytes]]) -> None:
             where[os.path.realpath(name)] = (path, data)
             found[(path, data)] = []
         argv = [*command()[:-1], tmp]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        proc = run_process(argv, text=True, timeout=600)
         if proc.returncode != 0:
             raise NoRuff((proc.stderr.strip().splitlines() or ["ruff failed"])[-1])
         for finding in json.loads(proc.stdout or "[]"):

@@ -8,12 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
+from patchkit.proc import TimeoutExpired, run_process
 from patchkit.testrun.basedemand import Demand, file_of_test
 from patchkit.testrun.inflight import claim, release
 from patchkit.testrun.overlaytree import Overlay, installed_vllm, lay_over, write_over
@@ -32,9 +32,9 @@ def materialise(base_root: Path, overlay: Overlay, dest: Path) -> None:
         if entry.name == ".git":
             continue
         try:
-            linked = subprocess.run(["cp", "-al", str(entry), str(dest / entry.name)], capture_output=True,
-                                    timeout=LINK_TIMEOUT).returncode == 0  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):  # a hung or missing cp: copy in-process instead
+            copied = run_process(["cp", "-al", str(entry), str(dest / entry.name)], timeout=LINK_TIMEOUT)
+            linked = copied.returncode == 0
+        except (OSError, TimeoutExpired):  # a hung or missing cp: copy in-process instead
             shutil.rmtree(dest / entry.name, ignore_errors=True)
             linked = False
         if not linked:  # another file system, or cp could not: a real copy
@@ -266,7 +266,7 @@ def base_needed(settings: TestSettings, pre: Overlay, selection: list[str], dema
 
     missing = load(list(keys))
     if carried is not None and (ids := {what for kind, what in missing if kind == "id"}):
-        got, sources = carried(ids)  # outcomes a recorded run proves unaffected (audit/carry)
+        got, sources = carried(ids)  # outcomes a recorded run proves unaffected (testrun/carry)
         if got:
             outcomes.update(got)
             stats["carried"] += len(got)

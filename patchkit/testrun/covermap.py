@@ -1,4 +1,4 @@
-"""The coverage map of a base: which tests executed which scope (``audit/scopes``) of which file,
+"""The coverage map of a base: which tests executed which scope (``analysis/scopes``) of which file,
 recorded by coverage.py on the base side, cached per selected test path under the base and the
 environment (``cache``: checksummed; a corrupt entry, or one whose base or environment differs, is
 a miss).
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
 from patchkit.analysis.scopes import line_scopes
+from patchkit.proc import TimeoutExpired, run_process
 from patchkit.testrun.basedemand import file_of_test
 from patchkit.testrun.basesides import base_key, run_side, under
 from patchkit.testrun.pytestrun import Extra, NoReport, TestSettings
@@ -202,11 +202,14 @@ def measured(settings: TestSettings, env_info: dict, overlay: dict, paths: list[
     if not outcomes:  # nothing of the paths in this tree, or every test deselected
         return outcomes, {p: {"tests": [], "files": {}} for p in paths}, 0
     try:
-        proc = subprocess.run([settings.python, "-c", DUMP, str(rc), str(tree), str(raw_file)],
-                              capture_output=True, text=True, timeout=settings.test_timeout)  # fmt: skip
+        proc = run_process(
+            [settings.python, "-c", DUMP, str(rc), str(tree), str(raw_file)],
+            text=True,
+            timeout=settings.test_timeout,
+        )
         failed = proc.returncode != 0
         raw = json.loads(raw_file.read_text("utf-8")) if not failed else {}
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+    except (OSError, ValueError, TimeoutExpired) as exc:
         return NoReport(_no_map(str(exc))) if need_map else (outcomes, {}, 0)
     if failed:
         return NoReport(_no_map(proc.stderr.strip()[-300:])) if need_map else (outcomes, {}, 0)

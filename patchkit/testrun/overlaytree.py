@@ -14,9 +14,10 @@ import functools
 import json
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from patchkit.proc import TimeoutExpired, run_process
 
 PACKAGE = "vllm"
 Overlay = dict[str, bytes | None]  # path -> content after some patches (None = deleted)
@@ -41,10 +42,9 @@ def installed_vllm(python: str, cwd: Path | None = None) -> InstalledVllm | None
     """The compiled vLLM ``python`` would import (outside any source tree), or None."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
-        proc = subprocess.run([python, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60,
-                              env=env, cwd=cwd or Path("/"))  # fmt: skip
+        proc = run_process([python, "-I", "-c", _PROBE], text=True, timeout=60, env=env, cwd=cwd or Path("/"))
         found = json.loads(proc.stdout) if proc.returncode == 0 else {}
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    except (OSError, TimeoutExpired, ValueError):
         return None
     if not found.get("root") or not found.get("compiled"):
         return None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from functools import cache as memoised
 from pathlib import Path
 
 from patchkit import cache
+from patchkit.proc import TimeoutExpired, run_process, stream_process
 from patchkit.testrun.shardfilter import shard_plugin
 from patchkit.testrun.testselect import JUNIT_ID_SOURCE, Outcome, excerpt, parse_junit
 from patchkit.values import Message
@@ -43,7 +43,7 @@ class TestSettings:
     use_cache: bool = True
     env_error: str | None = None  # why no test environment could be prepared
     workers: int = 1  # pytest-xdist workers per run (1: no xdist)
-    shard: tuple[int, int] | None = None  # test-level shard I/N of the whole audit (audit/testplan)
+    shard: tuple[int, int] | None = None  # test-level shard I/N of the whole audit (testrun/testplan)
     plan: dict[str, int] = field(default_factory=dict)  # test file or JUnit id -> shard (testplan)
     plan_digest: str = ""
     select: str = "upstream"  # "affected": only the tests the base's coverage map ties to the change
@@ -78,8 +78,8 @@ def environment(python: str) -> dict:
     """The interpreter's fingerprint (python, torch, platform, the vLLM platform its tests run on);
     {'error': ...} if it cannot run."""
     try:
-        proc = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = run_process([python, "-c", _PROBE], text=True, timeout=120)
+    except (OSError, TimeoutExpired) as exc:
         return {"error": f"cannot run {python}: {exc}"}
     if proc.returncode != 0:
         return {"error": f"{python} failed: {proc.stderr.strip()[-300:]}"}
@@ -169,9 +169,10 @@ def collect_ids(settings: TestSettings, tree: Path, tests: list[str]) -> list[st
     env = {**OFFLINE_DEFAULTS, **platform, **os.environ, "PYTHONPATH": str(tree),
            "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
     try:
-        proc = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, errors="replace",
-                              timeout=settings.test_timeout)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+        proc = run_process(
+            args, cwd=tree, env=env, text=True, errors="replace", timeout=settings.test_timeout
+        )
+    except (OSError, TimeoutExpired):
         return None
     if proc.returncode not in (0, 5):  # 5: nothing collected
         return None
@@ -244,8 +245,7 @@ def _attempt(command: list[str], tree: Path, env: dict[str, str], junit: Path, t
              on_count: Callable[[int, int], None]) -> dict[str, Outcome] | NoReport:  # fmt: skip
     """One pytest process with a whole-run timeout; its JUnit outcomes, or why there are none."""
     junit.unlink(missing_ok=True)  # a report left by an earlier attempt is not this run's
-    proc = subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace")  # fmt: skip
+    proc = stream_process(command, cwd=tree, env=env)
     timed_out = threading.Event()
 
     def stop() -> None:

@@ -1,7 +1,7 @@
 """A prepared test environment for a pin: a venv under the store with the base's Python deps.
 
 What goes in (as worked out for vLLM on a CPU machine): the torch the base's own files name, as a
-CPU build (``audit/torchpin``: which file, which line; ``[audit] torch`` overrides it, said in the
+CPU build (``testrun/torchpin``: which file, which line; ``[audit] torch`` overrides it, said in the
 record); ``-r requirements/common.txt`` of the base tree; pytest, tblib, pytest-timeout,
 pytest-xdist and coverage at the versions the base's test lock file pins — and nothing else.
 It is built with ``uv`` (``uv venv`` + one
@@ -19,13 +19,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from patchkit import cache, pipconf, timing
 from patchkit.errors import UserError
+from patchkit.proc import CompletedProcess, TimeoutExpired, run_process
 from patchkit.testrun import torchpin
 
 TEST_TOOLS = torchpin.TEST_TOOLS
@@ -134,8 +134,8 @@ def uv_binary() -> str | None:
     if found is None:
         return None
     try:
-        ok = subprocess.run([found, "--version"], capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
+        ok = run_process([found, "--version"], timeout=30).returncode == 0
+    except (OSError, TimeoutExpired):
         return None
     return found if ok else None
 
@@ -247,11 +247,11 @@ def uv_phases(stderr: str) -> list[tuple[str, int, float]]:
     return phases
 
 
-def _run(label: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _run(label: str, cmd: list[str], env: dict[str, str] | None = None) -> CompletedProcess:
     print(f"patchkit: test environment: {label} ...", file=sys.stderr, flush=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = run_process(cmd, text=True, timeout=INSTALL_TIMEOUT, env=env)
+    except (OSError, TimeoutExpired) as exc:
         raise TestEnvError(f"{label}: {exc}") from exc
     if proc.returncode != 0:
         tail = " / ".join(proc.stderr.strip().splitlines()[-2:])

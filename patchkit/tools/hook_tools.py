@@ -16,7 +16,6 @@ import hashlib
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 from patchkit import cache
 from patchkit.base import package_index
 from patchkit.errors import UserError
+from patchkit.proc import TimeoutExpired, run_process
 from patchkit.testrun import testenv
 from patchkit.tools import ruff_binary
 from patchkit.tools.precommit import Tool
@@ -97,8 +97,8 @@ def _npm(tool: Tool) -> Path:
             f"{tool.package}@{tool.version}",
         ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
-        except subprocess.TimeoutExpired:
+            proc = run_process(cmd, text=True, timeout=INSTALL_TIMEOUT)
+        except TimeoutExpired:
             raise UserError(f"npm install {tool.package}@{tool.version} timed out") from None
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["exit " + str(proc.returncode)])[-1]
@@ -136,8 +136,8 @@ def python_env(dependencies: list[str]) -> Path:
         )
         for cmd in steps if wanted else steps[:1]:
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=INSTALL_TIMEOUT)
-            except subprocess.TimeoutExpired:
+                proc = run_process(cmd, text=True, env=env, timeout=INSTALL_TIMEOUT)
+            except TimeoutExpired:
                 raise UserError(f"installing {' '.join(wanted)} timed out") from None
             if proc.returncode != 0:
                 tail = (proc.stderr.strip().splitlines() or ["exit " + str(proc.returncode)])[-1]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import shutil
 import stat
-import subprocess
 import zipfile
 from dataclasses import dataclass
 from functools import cache as memoised
@@ -24,6 +23,7 @@ from patchkit import cache
 from patchkit.analysis.undefined import dependency_ruff
 from patchkit.base import package_index
 from patchkit.errors import UserError
+from patchkit.proc import TimeoutExpired, run_process
 from patchkit.tools import precommit
 from patchkit.values import Message
 
@@ -44,7 +44,7 @@ class RuffTool:
 
 def pinned_version(config_text: str | None) -> str | None:
     """The ruff version a ``.pre-commit-config.yaml`` pins (its ruff-pre-commit ``rev``), if any;
-    the file is read as YAML (``audit/precommit``), so flow style, anchors and quoting hold."""
+    the file is read as YAML (``tools/precommit``), so flow style, anchors and quoting hold."""
     if not config_text:
         return None
     try:
@@ -60,8 +60,8 @@ def pinned_version(config_text: str | None) -> str | None:
 def version_of(command: list[str] | tuple[str, ...]) -> str:
     """``ruff --version`` as a bare version ("0.14.0"); "" when it does not run."""
     try:
-        out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
+        out = run_process([*command, "--version"], text=True, timeout=60).stdout
+    except (OSError, TimeoutExpired):
         return ""
     match = re.search(r"(\d+\.\d+\.\d+\S*)", out)
     return match.group(1) if match else ""

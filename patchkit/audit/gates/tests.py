@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess  # noqa: F401  (tests patch subprocess.run through this module)
 import tempfile
 import time
 from collections.abc import Callable
@@ -132,7 +131,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
                "baseline_cached": base_cached == len(selection), "baseline_cached_paths": base_cached,
                "base_on_demand": stats, **({"confirmed": confirmed} if confirmed else {}),
                **({"two_sided": True} if two_sided() else {})}  # fmt: skip
-    if groups is not None:  # affected tests first (audit/affectedrun): what each group ran
+    if groups is not None:  # affected tests first (testrun/affectedrun): what each group ran
         details["groups"] = groups
     patched = None if hung else patch_side
     if settings.shard is not None:  # what `patchkit report` needs to merge the shards (testshards)
