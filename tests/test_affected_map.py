@@ -1,6 +1,6 @@
-"""The base's coverage map (audit/covermap): coverage's lines per context become scopes per test,
+"""The base's coverage map (testrun/covermap): coverage's lines per context become scopes per test,
 it round-trips through the cache, and a corrupt map or one of another base or environment is a
-miss; which mapped tests a change affects (audit/affected.split)."""
+miss; which mapped tests a change affects (testrun/affected.split)."""
 
 from pathlib import Path
 

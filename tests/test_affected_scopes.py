@@ -1,4 +1,4 @@
-"""A patch's changes mapped to the scopes of the file before it (audit/scopes, audit/affected): the
+"""A patch's changes mapped to the scopes of the file before it (analysis/scopes, testrun/affected): the
 function whose body changed, decorators and class attributes and module-level statements as the
 module, new and deleted files, deleted functions."""
 

@@ -1,4 +1,4 @@
-"""A failure with the patch is run once more before it fails the gate (``audit/confirm.py``): one
+"""A failure with the patch is run once more before it fails the gate (``testrun/confirm.py``): one
 that passes when run again is ``flaky`` — a finding, never a failure nor a pass; one that fails
 again stays ``regressed``. Real pytest runs of a small tree of ours, through the audit engine."""
 

@@ -86,7 +86,7 @@ def test_catalogues_have_the_same_keys_and_placeholders():
 def test_every_finding_kind_and_ui_key_used_exists():
     from patchkit import guide
 
-    package = Path(guide.__file__).parent  # patchkit/audit/guide/, a package of modules
+    package = Path(guide.__file__).parent  # patchkit/guide/, a package of modules
     text = "".join(p.read_text() for p in sorted(package.glob("*.py")))
     import re
 

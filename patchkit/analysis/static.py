@@ -3,7 +3,7 @@
 For the Python files asked about, in a state given as ``read(path) -> bytes | None``:
 
 (a) the file parses (what only the compiler refuses, such as ``return`` outside a function, is
-    ruff's F701/F702/F704/F706 in ``split.undefined`` and real ``compile()`` in ``split.syntax``);
+    ruff's F701/F702/F704/F706 in ``analysis.undefined`` and real ``compile()`` in ``analysis.syntax``);
 (b) every first-party import resolves: ``import pkg.x`` needs the module, ``from pkg.x import Y``
     needs ``Y`` defined, imported or re-exported by ``pkg.x`` (or a submodule ``pkg.x.Y``), relative
     imports likewise; a module with a module-level ``__getattr__`` or a star import is "dynamic"
@@ -36,7 +36,7 @@ Files = dict[str, "bytes | None"]
 class Problem:
     file: str
     line: int
-    kind: str  # syntax | module | name | keyword | undefined (ruff F821/F822/F823: ``split.undefined``)
+    kind: str  # syntax | module | name | keyword | undefined (ruff F821/F822/F823: ``analysis.undefined``)
     name: str  # what is missing: the module, the name, the keyword (or the syntax error)
     target: str = ""  # where it was looked up: module or callable
 

@@ -126,7 +126,7 @@ def merge_tests(parts: list[GateResult]) -> GateResult:
     for p in mine:
         for k, v in p.details.get("base_on_demand", {}).items():
             stats[k] = round(stats.get(k, 0) + v, 3) if isinstance(v, int | float) else v
-    confirmed: dict = {}  # the failures each shard ran again (audit/confirm.py), summed
+    confirmed: dict = {}  # the failures each shard ran again (testrun/confirm.py), summed
     for p in mine:
         for k, v in p.details.get("confirmed", {}).items():
             if isinstance(v, bool):

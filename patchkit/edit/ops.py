@@ -194,8 +194,8 @@ def _clean(work: Work, verb: str) -> None:
 
 
 def needs(work: Work) -> dict[str, dict[str, str]]:
-    """Patch name → the earlier patches it needs first, each with why (split/depends: the smallest
-    set with which it applies to the base, and what it needs to work, split/needs)."""
+    """Patch name → the earlier patches it needs first, each with why (analysis/depends: the smallest
+    set with which it applies to the base, and what it needs to work, analysis/needs)."""
     entries = load_entries(work.series)
     patches = [
         SplitPatch(i + 1, e.name, {}, e.name, [fp for p in e.patches for fp in p.files], [])

@@ -3,7 +3,7 @@ changes — those run first; the rest only after them, or not at all with ``--se
 
 The changes are those of the patch on the state before it (base + the patches it needs) and those
 of the patches it needs on the base, each mapped to the scopes of the older file
-(``audit/scopes``). The map (``audit/covermap``) is of the bare base: a test that executed none of
+(``analysis/scopes``). The map (``testrun/covermap``) is of the bare base: a test that executed none of
 the earlier patches' changes runs the same code on base + those patches as on the base, so a test
 it leaves out executed no changed scope there either. A test is affected when it:
 

@@ -1,4 +1,4 @@
-"""The patched side in groups: the tests affected by the patch first (``audit/affected``), then the
+"""The patched side in groups: the tests affected by the patch first (``testrun/affected``), then the
 rest of the selection — or, with ``--select affected``, not the rest (the record says how many
 were left out and why).
 
@@ -76,7 +76,7 @@ def _recorded(settings: TestSettings, post: Overlay, selection: list[str], env_i
               who: str, progress: Callable[..., None], later: list[str], base_read, info: dict,
               started: float):  # fmt: skip
     """``--select affected``: the affected tests, less those a recorded run of a tree that differs
-    from this one only in code they did not execute already gives (``audit/carry``), run under
+    from this one only in code they did not execute already gives (``testrun/carry``), run under
     coverage and recorded for the next revision."""
     carried = carry.carry(settings, env_info, post, selection, base_read, exclude=set(later))
     skip = sorted(set(later) | set(carried.outcomes))
@@ -123,7 +123,7 @@ def noted(summary: Message, groups: dict | None, base: dict | None = None) -> Me
         parts.append(Message("tests.part.map-built", {"count": groups.get("built_paths", 0)}).to_dict())
     if groups.get("map") == "failed":
         parts.append(Message("tests.part.map-failed", {"error": groups.get("error", "")}).to_dict())
-    if groups.get("carried"):  # outcomes kept from a recorded run (audit/carry), and what changed since
+    if groups.get("carried"):  # outcomes kept from a recorded run (testrun/carry), and what changed since
         parts.append(Message("tests.part.carried", _carried_params(groups)).to_dict())
     if groups.get("map") != "failed" and groups.get("left_out"):
         why = [

@@ -1,5 +1,5 @@
 """Outcomes carried between two runs of a test path on trees that differ only in code the test did
-not execute — pytest-testmon's rule, with the scopes of ``audit/scopes`` (``--select affected``).
+not execute — pytest-testmon's rule, with the scopes of ``analysis/scopes`` (``--select affected``).
 
 Each patched run under ``--select affected`` is recorded under coverage (``covermap.measured``): per
 selected path, the tree it ran on (base + overlay, the overlay kept once per tree), each test's

@@ -44,7 +44,7 @@ SOURCES = (
 )
 LOCKS = ("requirements/test/cpu.txt", "requirements/test.txt")
 TEST_TOOLS = ("pytest", "tblib", "pytest-timeout", "pytest-xdist", "coverage")
-# coverage records the base's coverage map (audit/covermap); where the base's lock pins none, this one
+# coverage records the base's coverage map (testrun/covermap); where the base's lock pins none, this one
 OWN_PINS = {"coverage": "coverage==7.10.6"}
 
 
