@@ -93,7 +93,7 @@ def test_every_finding_kind_and_ui_key_used_exists():
     for kind in set(re.findall(r'_finding\("([a-z-]+)"', text)):
         for prefix in ("finding", "kind", "follow"):
             assert f"{prefix}.{kind}" in catalogue("en"), f"{prefix}.{kind}"
-    template = (package.parents[1] / "report" / "templates" / "report.html.j2").read_text()
+    template = (package.parent / "report" / "templates" / "report.html.j2").read_text()
     for key in re.findall(r"_\('(ui\.[a-z_.-]+[a-z])'[,)]", template):
         assert key in catalogue("en"), key
 
