@@ -35,16 +35,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from patchkit.audit import basesides
 from patchkit.audit.engine import AuditOptions, load_patches, run_audit
 from patchkit.audit.gates import apply_patch
 from patchkit.audit.gates import registry as gate_registry
 from patchkit.audit.gates import tests as tests_gate
-from patchkit.audit.pytestrun import TestSettings, environment
-from patchkit.audit.testselect import compare
 from patchkit.base.tree import BaseTree
 from patchkit.config import project_config
 from patchkit.split.rules import load_rules
+from patchkit.testrun import basesides
+from patchkit.testrun.pytestrun import TestSettings, environment
+from patchkit.testrun.testselect import compare
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET: list[str] = []  # the mutated patch: the only one whose tests run
@@ -202,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     files = json.loads(args.files.read_text())
     restrict(files)
     config = project_config(REPO)
-    from patchkit.audit import testenv
     from patchkit.base.pin import prepare_base
+    from patchkit.testrun import testenv
 
     root = prepare_base(config.target)
     base, pin = BaseTree(root), config.target
@@ -280,8 +280,8 @@ def _gate(series: Path, base: BaseTree, pin, settings: TestSettings):
 
 def _left_out(settings, env_info, base, series, selection, work) -> int:
     """How many tests ``--select affected`` leaves out of ``selection`` (the map built if missing)."""
-    from patchkit.audit import covermap
-    from patchkit.audit.affected import changes, split
+    from patchkit.testrun import covermap
+    from patchkit.testrun.affected import changes, split
 
     maps = covermap.load(settings, env_info, selection)
     if missing := [p for p in selection if p not in maps]:

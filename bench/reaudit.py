@@ -5,7 +5,7 @@ rewrites one added line of the patch (``--old``, the line as the patch adds it, 
 into one of ``--new`` (one edit per value, each a new revision of the patch, in turn) and runs the
 installed ``patchkit audit --select S`` there, timed. Per edit it reports the wall seconds and, from
 the audit record, per patch: whether its tests gate came from the cache, how many tests ran with
-the patch, how many outcomes were carried from a recorded run (``audit/carry``) or left out, and
+the patch, how many outcomes were carried from a recorded run (``testrun/carry``) or left out, and
 the base side's run / cached / carried counts. The median is over the edits (each a different
 revision, so none is served by the gate cache).
 

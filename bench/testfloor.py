@@ -92,7 +92,7 @@ def pytest_collection_finish(session):
 
 
 def _env(tree: Path, extra_path: Path | None = None) -> dict[str, str]:
-    from patchkit.audit.pytestrun import OFFLINE_DEFAULTS
+    from patchkit.testrun.pytestrun import OFFLINE_DEFAULTS
 
     paths = [str(tree), *([str(extra_path)] if extra_path else [])]
     env = {**OFFLINE_DEFAULTS, **os.environ, "PYTHONDONTWRITEBYTECODE": "1"}

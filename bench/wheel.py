@@ -152,7 +152,7 @@ def evidence(series: Path, pin: Path, work: Path, bare: bool = False) -> dict:
 def _venv(venv: Path, pin: Path, bare: bool) -> str:
     """A fresh venv holding vLLM's requirements/common.txt and torch (CPU), the test env's kind;
     ``bare``: only pip (for an older vLLM whose requirements need another torch)."""
-    from patchkit.audit import testenv
+    from patchkit.testrun import testenv
 
     uv = testenv.uv_binary()
     env = testenv.uv_environment(testenv.pip_settings(sys.executable))

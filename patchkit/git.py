@@ -1,14 +1,14 @@
-"""Every git call patchkit makes goes through here (argument lists, never a shell)."""
+"""Every git call patchkit makes goes through here (argument lists, never a shell), each a process of
+``patchkit.proc``."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 from functools import cache
 from pathlib import Path
 
 from patchkit.errors import CheckFailed, UserError
-from patchkit.txn.children import child_options
+from patchkit.proc import CompletedProcess, TimeoutExpired, run_process
 
 _ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -38,16 +38,15 @@ def run(
     input: bytes | None = None,
     check: bool = True,
     env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[bytes]:
+) -> CompletedProcess[bytes]:
     """Run ``git ARGS`` and return the completed process (stdout/stderr as bytes); a git that
     hangs (a network fetch, a lock) is stopped after ``timeout_for(args)`` — one CheckFailed line.
     ``env`` adds variables such as GIT_DIR / GIT_INDEX_FILE."""
     full_env = {**os.environ, **_ENV, **(env or {})}
     seconds = timeout_for(args)
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, env=full_env,
-                              timeout=seconds, **child_options())  # fmt: skip
-    except subprocess.TimeoutExpired:
+        proc = call(args, cwd, input=input, env=full_env, timeout=seconds)
+    except TimeoutExpired:
         where = f" in {cwd}" if cwd else ""
         raise CheckFailed(f"git {args[0]} timed out after {seconds:g} s{where} "
                           "(set PATCHKIT_GIT_TIMEOUT to wait longer)") from None  # fmt: skip
@@ -56,6 +55,21 @@ def run(
     if check and proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc
+
+
+def call(
+    args: list[str],
+    cwd: Path | str | None = None,
+    *,
+    timeout: float,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    own_group: bool = True,
+) -> CompletedProcess[bytes]:
+    """``git ARGS`` as the caller sets it up: ``env`` whole (None: patchkit's own), its timeout and
+    its errors (``TimeoutExpired``, ``OSError``) left to it; in its own process group, ended with
+    patchkit (``proc``), unless ``own_group`` is False."""
+    return run_process(["git", *args], cwd=cwd, input=input, env=env, timeout=timeout, own_group=own_group)
 
 
 def output(args: list[str], cwd: Path | str | None = None) -> str:
@@ -84,7 +98,7 @@ def apply(
     check: bool = False,
     reverse: bool = False,
     directory: str | None = None,
-) -> subprocess.CompletedProcess[bytes]:
+) -> CompletedProcess[bytes]:
     """``git apply`` a patch text in ``cwd`` (works outside a repository too)."""
     args = ["apply", "--whitespace=nowarn"]
     if check:

@@ -1,5 +1,5 @@
 """pip's settings as pip itself reads them: the one reader for every download patchkit makes (the
-sdist and ruff through ``base/package_index``, the test venv through uv in ``audit/testenv``).
+sdist and ruff through ``base/package_index``, the test venv through uv in ``testrun/testenv``).
 
 pip's precedence, lowest first (``pip/_internal/configuration.py`` and ``cli/parser.py``):
 

@@ -1,4 +1,4 @@
-"""``--select affected`` across revisions (``audit/carry``): after an edit of one line of a patch,
+"""``--select affected`` across revisions (``testrun/carry``): after an edit of one line of a patch,
 the tests that executed none of the edited code keep the outcome a recorded run (under coverage)
 gave them on the previous revision; the others run. A later patch's base side (base + the edited
 patch) carries the same way. Every carried count is said, and the verdicts and counts equal those
@@ -9,7 +9,7 @@ import pytest
 from fixtures.audit.builder import FAKE_TREE, audit_fake, file_diff, patch_text
 
 from patchkit import timing
-from patchkit.audit import carry
+from patchkit.testrun import carry
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"

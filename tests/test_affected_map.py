@@ -1,16 +1,16 @@
-"""The base's coverage map (audit/covermap): coverage's lines per context become scopes per test,
+"""The base's coverage map (testrun/covermap): coverage's lines per context become scopes per test,
 it round-trips through the cache, and a corrupt map or one of another base or environment is a
-miss; which mapped tests a change affects (audit/affected.split)."""
+miss; which mapped tests a change affects (testrun/affected.split)."""
 
 from pathlib import Path
 
 import pytest
 
 from patchkit import cache
-from patchkit.audit import covermap
-from patchkit.audit.affected import EVERYTHING, split
-from patchkit.audit.pytestrun import TestSettings
-from patchkit.audit.scopes import MODULE
+from patchkit.analysis.scopes import MODULE
+from patchkit.testrun import covermap
+from patchkit.testrun.affected import EVERYTHING, split
+from patchkit.testrun.pytestrun import TestSettings
 
 POOL = "import os\n\nSIZE = 2\n\n\ndef grow(n):\n    return n * SIZE\n\n\ndef shrink(n):\n    return n - 1\n"
 A, B, C = "tests.test_pool::test_grow", "tests.test_pool::test_shrink", "tests.test_other::test_env"
@@ -104,7 +104,7 @@ def test_build_records_contexts_per_test_in_a_real_run(tmp_path, monkeypatch):
     import coverage  # noqa: F401 - patchkit's [test] extra installs it; the test venv gets it pinned
     from fixtures.audit.builder import fake_base
 
-    from patchkit.audit.pytestrun import environment
+    from patchkit.testrun.pytestrun import environment
 
     monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
     root = fake_base(tmp_path / "base")
@@ -139,7 +139,7 @@ def test_a_shared_fixtures_lines_belong_to_every_test_of_its_scope(tmp_path, mon
     import coverage  # noqa: F401
     from fixtures.audit.builder import fake_base
 
-    from patchkit.audit.pytestrun import environment
+    from patchkit.testrun.pytestrun import environment
 
     monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
     root = fake_base(tmp_path / "base")
@@ -177,7 +177,7 @@ def test_a_fixtures_context_names_the_tests_of_its_scope():
 
 
 def test_a_new_module_of_a_package_affects_every_test_and_a_new_test_file_only_its_own():
-    from patchkit.audit.affected import changes
+    from patchkit.testrun.affected import changes
 
     base = {"vllm/__init__.py": b"", "vllm/pool.py": POOL.encode(), "tests/test_pool.py": b""}
     new_module = changes(base.get, {}, {"vllm/plugin_b.py": b"X = 1\n"})

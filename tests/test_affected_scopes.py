@@ -1,9 +1,9 @@
-"""A patch's changes mapped to the scopes of the file before it (audit/scopes, audit/affected): the
+"""A patch's changes mapped to the scopes of the file before it (analysis/scopes, testrun/affected): the
 function whose body changed, decorators and class attributes and module-level statements as the
 module, new and deleted files, deleted functions."""
 
-from patchkit.audit.affected import EVERYTHING, changes
-from patchkit.audit.scopes import MODULE, changed_scopes, line_scopes
+from patchkit.analysis.scopes import MODULE, changed_scopes, line_scopes
+from patchkit.testrun.affected import EVERYTHING, changes
 
 SOURCE = """\
 import os

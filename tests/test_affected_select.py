@@ -12,9 +12,9 @@ from fixtures.audit.builder import FAKE_TREE, audit_fake, fake_base, file_diff, 
 from typer.testing import CliRunner
 
 from patchkit import config, timing
-from patchkit.audit import covermap
 from patchkit.cli import app
 from patchkit.errors import UserError
+from patchkit.testrun import covermap
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"

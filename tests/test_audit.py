@@ -192,7 +192,7 @@ def test_audit_outside_a_project_uses_the_series_split_json_base(tmp_path, monke
 
 
 def test_cli_a_requested_gate_that_could_not_run_is_incomplete_exit_3(tmp_path, monkeypatch):
-    from patchkit.audit.ruff_binary import RuffTool
+    from patchkit.tools.ruff_binary import RuffTool
     from patchkit.values import Message
 
     why = Message("ruff.why.none", {"reason": Message("ruff.why.no-pin", {"config": "x"}).to_dict()})

@@ -11,7 +11,13 @@ import pytest
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 
 from patchkit import timing
-from patchkit.audit.basedemand import (
+from patchkit.audit.engine import AuditOptions, run_audit
+from patchkit.audit.gates.tests import TestSettings
+from patchkit.base.pin import tree_hash
+from patchkit.base.tree import BaseTree
+from patchkit.report.words import fill_words
+from patchkit.split.rules import load_rules
+from patchkit.testrun.basedemand import (
     ON_PATCH_ONLY,
     base_demand,
     compare_on_demand,
@@ -20,13 +26,7 @@ from patchkit.audit.basedemand import (
     gone,
     needs_rest,
 )
-from patchkit.audit.engine import AuditOptions, run_audit
-from patchkit.audit.gates.tests import TestSettings
-from patchkit.audit.testselect import FAILING, PASSED_WITH_PATCH, Outcome, compare
-from patchkit.base.pin import tree_hash
-from patchkit.base.tree import BaseTree
-from patchkit.report.words import fill_words
-from patchkit.split.rules import load_rules
+from patchkit.testrun.testselect import FAILING, PASSED_WITH_PATCH, Outcome, compare
 from patchkit.values import Pin
 
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"

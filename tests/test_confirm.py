@@ -1,4 +1,4 @@
-"""A failure with the patch is run once more before it fails the gate (``audit/confirm.py``): one
+"""A failure with the patch is run once more before it fails the gate (``testrun/confirm.py``): one
 that passes when run again is ``flaky`` — a finding, never a failure nor a pass; one that fails
 again stays ``regressed``. Real pytest runs of a small tree of ours, through the audit engine."""
 
@@ -10,8 +10,8 @@ import pytest
 from fixtures.audit.builder import file_diff
 from test_tests_classification import TEST_CALC, _cache, _gate  # noqa: F401 - the shared harness
 
-from patchkit.audit import confirm
-from patchkit.audit.testselect import Outcome, classify, excerpt
+from patchkit.testrun import confirm
+from patchkit.testrun.testselect import Outcome, classify, excerpt
 
 
 def _flaky_once(marker: Path, body: str) -> str:

@@ -164,7 +164,7 @@ def test_an_import_of_a_name_defined_nowhere_is_the_replays_finding(tmp_path, mo
 
 
 def test_needs_first_is_the_smallest_set_not_the_first_found() -> None:
-    from patchkit.split.depends import _drop_one_by_one, minimal_needs
+    from patchkit.analysis.depends import _drop_one_by_one, minimal_needs
 
     def applies(subset: list[str]) -> bool:  # a patch that applies on A+B, or on C alone
         return {"A", "B"} <= set(subset) or set(subset) == {"C"}
@@ -180,8 +180,8 @@ def test_a_semantic_need_is_recorded_and_the_apply_gate_says_needs_first(tmp_pat
 
     # a use that no step can fix (its definer's line needs what the user's file adds) stays a need
     def keep(base, blocks, order, state_of, **_):
+        from patchkit.analysis.static import Problem
         from patchkit.split.crossfile import Need
-        from patchkit.split.static import Problem
 
         return order, [], [Need("early", "late", Problem("pkg/a.py", 1, "name", "H", "pkg.h"))]
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from fixtures.audit.builder import fake_base, file_diff
 
-from patchkit.audit import precommit
 from patchkit.audit.gates import PatchUnderAudit, Trees, apply_files
 from patchkit.audit.gates.lint import lint_gate
 from patchkit.audit.gates.registry import REGISTRY
-from patchkit.audit.ruff_binary import pinned_version
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
 from patchkit.report.i18n import catalogue
 from patchkit.report.words import gate_summary
+from patchkit.tools import precommit
+from patchkit.tools.ruff_binary import pinned_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lint"
 

@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 from fixtures.audit.builder import fake_base, file_diff
 
+from patchkit.analysis.undefined import dependency_ruff
 from patchkit.audit.gates import PatchUnderAudit, Trees, apply_files
 from patchkit.audit.gates.ruff import added_findings, config_paths, ruff_gate
-from patchkit.audit.ruff_binary import RuffTool
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
 from patchkit.report.words import gate_summary
-from patchkit.split.undefined import dependency_ruff
+from patchkit.tools.ruff_binary import RuffTool
 from patchkit.values import Message
 
 needs_ruff = pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")

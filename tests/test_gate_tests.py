@@ -8,11 +8,11 @@ from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, 
 from patchkit import timing
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings, materialise
-from patchkit.audit.pytestrun import owns_bytecode, xdist_args
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
+from patchkit.testrun.pytestrun import owns_bytecode, xdist_args
 from patchkit.values import Pin
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
@@ -234,7 +234,7 @@ def test_plain_progress_lines_for_logs(tmp_path):
 
 def test_a_base_run_that_times_out_after_the_patched_side_could_not_run(tmp_path, cache, monkeypatch):
 
-    from patchkit.audit import basesides
+    from patchkit.testrun import basesides
 
     sides, real_side = [], basesides.run_side
     monkeypatch.setattr(basesides, "run_side", lambda *args: sides.append(args[5]) or real_side(*args))
@@ -267,7 +267,7 @@ def test_a_hung_hard_link_copy_times_out_and_copies_instead(tmp_path, monkeypatc
         seen.append(kw.get("timeout"))
         raise sp.TimeoutExpired(args, kw.get("timeout"))
 
-    monkeypatch.setattr(gate_tests.subprocess, "run", hung)
+    monkeypatch.setattr(sp, "run", hung)  # what patchkit.proc runs every process with
     gate_tests.materialise(base, {"vllm/new.py": b"y = 2\n"}, tmp_path / "tree")
     assert seen and all(t == gate_tests.LINK_TIMEOUT for t in seen)
     assert (tmp_path / "tree" / "vllm" / "calc.py").read_text() == "x = 1\n"
@@ -314,7 +314,7 @@ def test_patches_whose_selections_overlap_run_a_shared_path_on_the_base_once(tmp
 
 
 def test_vllm_platform_is_the_cpu_one_where_torch_is_a_cpu_build():
-    from patchkit.audit.pytestrun import target_device
+    from patchkit.testrun.pytestrun import target_device
 
     assert target_device("2.13.0+cpu", {}) == ("cpu", "torch 2.13.0+cpu is a CPU build")
     assert target_device("2.6.0+cpu.cxx11.abi", {})[0] == "cpu"
@@ -327,7 +327,7 @@ def test_vllm_platform_is_the_cpu_one_where_torch_is_a_cpu_build():
 def test_the_tests_run_on_the_platform_the_environment_names(tmp_path):
     """A real pytest run sees VLLM_TARGET_DEVICE=cpu when the interpreter's torch is a CPU build, and
     nothing when it is not (vLLM's own default then)."""
-    from patchkit.audit.pytestrun import environment, platform_env, run_pytest
+    from patchkit.testrun.pytestrun import environment, platform_env, run_pytest
 
     tree = tmp_path / "tree"
     (tree / "tests").mkdir(parents=True)

@@ -6,9 +6,9 @@ import difflib
 
 import pytest
 
-from patchkit.audit.guide import review_guide
 from patchkit.diff.filediff import parse_diff
 from patchkit.diff.model import Commit, FilePatch
+from patchkit.guide import review_guide
 from patchkit.report.words import in_all_languages
 
 

@@ -3,8 +3,8 @@ the gates' findings (ruff F821, the imports gate) folded in; the series lead; de
 
 from __future__ import annotations
 
-from patchkit.audit.guide import finish, review_guide, series_lead
 from patchkit.audit.model import GateResult, PatchAudit
+from patchkit.guide import finish, review_guide, series_lead
 from patchkit.report.words import in_all_languages
 from tests.test_guide import file_patch
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from patchkit.audit.guide.literals import LONG, compact_change
+from patchkit.guide.literals import LONG, compact_change
 
 
 def _registry(names: list[str]) -> str:

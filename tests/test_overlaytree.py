@@ -7,7 +7,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from patchkit.audit.overlaytree import installed_vllm, lay_over
+from patchkit.testrun.overlaytree import installed_vllm, lay_over
 
 FIND = (
     "import importlib.util, json, os\n"

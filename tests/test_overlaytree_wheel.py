@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from patchkit import cache
-from patchkit.audit import testenv
-from patchkit.audit.overlaytree import installed_vllm, lay_over
 from patchkit.base.package_index import download, project_files
 from patchkit.config import load_pin
 from patchkit.diff.engine import apply_files
 from patchkit.series.files import load_entries
+from patchkit.testrun import testenv
+from patchkit.testrun.overlaytree import installed_vllm, lay_over
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from patchkit import pipconf
-from patchkit.audit import testenv
 from patchkit.base import package_index
+from patchkit.testrun import testenv
 
 
 @pytest.fixture

@@ -84,7 +84,7 @@ def test_pips_find_links_and_cert_reach_the_index_client(tmp_path, monkeypatch):
 
 
 def test_the_test_venv_follows_the_pins_torch(tmp_path, monkeypatch):
-    from patchkit.audit import testenv
+    from patchkit.testrun import testenv
 
     monkeypatch.setenv("PATCHKIT_CACHE", str(tmp_path / "cache"))
     keys, args = [], []

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from patchkit.analysis import dependents as dependents_module
+from patchkit.analysis.dependents import dependents, lost
 from patchkit.base.tree import BaseTree
-from patchkit.split import dependents as dependents_module
-from patchkit.split.dependents import dependents, lost
 from patchkit.split.prefix import check_states
 
 UTIL = "def helper(x, y=0):\n    return x + y\n\n\ndef keep():\n    return 1\n"

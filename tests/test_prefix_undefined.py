@@ -210,7 +210,7 @@ def test_the_imports_gate_static_half_includes_undefined_names(tmp_path) -> None
 def test_a_ruff_run_that_fails_leaves_no_clean_answer_behind(monkeypatch):
     """A ruff process that fails is NoRuff every time it is asked, never an empty answer the next
     time (before: the memo held "no problem" for every file of the failed run)."""
-    from patchkit.split import undefined
+    from patchkit.analysis import undefined
 
     state = {"vllm/failing_run_probe.py": b"print(never_defined_probe_name)\n"}
     monkeypatch.setattr(undefined, "command", lambda: ["false", "{dir}"])
@@ -223,7 +223,7 @@ def test_a_ruff_run_that_fails_leaves_no_clean_answer_behind(monkeypatch):
 
 
 def test_the_ruff_process_started_in_a_thread_answers_as_check():
-    from patchkit.split import undefined
+    from patchkit.analysis import undefined
 
     states = [
         {"vllm/async_probe_a.py": b"x = undefined_in_a\n"},

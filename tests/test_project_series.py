@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkit.audit.testplan import DURATIONS_FILE
+from patchkit.testrun.testplan import DURATIONS_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLAY = "replays/vllm-0.33.0-own.mbox"

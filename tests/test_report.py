@@ -84,16 +84,16 @@ def test_catalogues_have_the_same_keys_and_placeholders():
 
 
 def test_every_finding_kind_and_ui_key_used_exists():
-    from patchkit.audit import guide
+    from patchkit import guide
 
-    package = Path(guide.__file__).parent  # patchkit/audit/guide/, a package of modules
+    package = Path(guide.__file__).parent  # patchkit/guide/, a package of modules
     text = "".join(p.read_text() for p in sorted(package.glob("*.py")))
     import re
 
     for kind in set(re.findall(r'_finding\("([a-z-]+)"', text)):
         for prefix in ("finding", "kind", "follow"):
             assert f"{prefix}.{kind}" in catalogue("en"), f"{prefix}.{kind}"
-    template = (package.parents[1] / "report" / "templates" / "report.html.j2").read_text()
+    template = (package.parent / "report" / "templates" / "report.html.j2").read_text()
     for key in re.findall(r"_\('(ui\.[a-z_.-]+[a-z])'[,)]", template):
         assert key in catalogue("en"), key
 

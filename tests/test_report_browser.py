@@ -101,7 +101,7 @@ def test_hostile_input_renders_inert(browser, tmp_path):
 
 def lead_report(tmp_path: Path, lang: str) -> tuple[Path, AuditResult]:
     """A record built by the real guide from two hand-written patches (the second needs the first)."""
-    from patchkit.audit.guide import series_lead
+    from patchkit.guide import series_lead
     from patchkit.report.words import fill_words
     from tests.test_guide_lead import FORCED, audit
 

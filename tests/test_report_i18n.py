@@ -18,7 +18,6 @@ from rich.console import Console
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult, GateResult, PatchAudit
-from patchkit.audit.testselect import ENV_RULES, SUMMARY_ORDER, Comparison, summary_message
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.html import render_html
@@ -28,6 +27,7 @@ from patchkit.report.markdown import render_markdown
 from patchkit.report.terminal import print_summary
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
+from patchkit.testrun.testselect import ENV_RULES, SUMMARY_ORDER, Comparison, summary_message
 from patchkit.values import Message, Pin
 
 PACKAGE = Path(__file__).parent.parent / "patchkit"

@@ -10,10 +10,10 @@ import re
 from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, write_series
 from typer.testing import CliRunner
 
-from patchkit.audit.guide import review_guide
 from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.cli import app
 from patchkit.diff.model import Commit
+from patchkit.guide import review_guide
 from patchkit.report.html import render_html
 from patchkit.report.words import in_all_languages
 from patchkit.values import Pin

@@ -6,8 +6,8 @@ import zipfile
 
 import pytest
 
-from patchkit.audit import ruff_binary
 from patchkit.report.i18n import message_text
+from patchkit.tools import ruff_binary
 
 PRE_COMMIT = """repos:
 - repo: https://github.com/pre-commit/pre-commit-hooks

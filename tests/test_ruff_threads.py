@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from patchkit.split import undefined
+from patchkit.analysis import undefined
 
 
 def test_two_threads_find_ruff_while_sysconfig_fills_its_variables(monkeypatch):

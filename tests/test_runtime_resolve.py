@@ -136,7 +136,7 @@ def test_the_registry_comment_in_vllm_ascends_shape():
 
 
 def test_an_else_branch_reads_as_the_opposite_test():
-    from patchkit.runtime.bindings import guard_texts
+    from patchkit.analysis.bindings import guard_texts
 
     assert guard_texts(ast.parse("not is_310p()", mode="eval").body) == ("if not is_310p()", "if is_310p()")
     assert guard_texts(ast.parse("v == '0.1'", mode="eval").body) == ("if v == '0.1'", "if not (v == '0.1')")

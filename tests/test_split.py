@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from patchkit.analysis.depends import compute_dependencies
 from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.parse import parse_files, parse_text
 from patchkit.errors import UserError
 from patchkit.series.files import load_entries, write_series
-from patchkit.split.depends import compute_dependencies
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import load_rules

@@ -9,10 +9,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from patchkit.analysis.depends import compute_dependencies
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
 from patchkit.series.files import load_entries, write_series
-from patchkit.split.depends import compute_dependencies
 from patchkit.split.proof import prove
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import parse_rules

@@ -9,12 +9,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from patchkit.analysis.syntax import unparsable_steps
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import apply_file_patch
 from patchkit.diff.parse import parse_text
 from patchkit.split.replay import split_replay
 from patchkit.split.rules import parse_rules
-from patchkit.split.syntax import unparsable_steps
 
 BASE = 'ENV = {\n    "A": lambda: int(\n        get("A", "5")\n    ),\n    "B": 1,\n}\n'
 POST = (

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from patchkit.split import syntax as stepcheck
+from patchkit.analysis import syntax as stepcheck
 
 GOOD = (b"X = {\n    'a': 1,\n}\n", "100644")
 BROKEN = (b"X = {\n    'a': (\n}\n", "100644")

@@ -13,13 +13,13 @@ from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, 
 
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings
-from patchkit.audit.testplan import SECONDS_KEYS, durations_from, expand, owner, plan
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.commands import report
 from patchkit.errors import UserError
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
+from patchkit.testrun.testplan import SECONDS_KEYS, durations_from, expand, owner, plan
 from patchkit.values import Pin
 
 SIGN = "Signed-off-by: Ada Dev <ada@example.org>"
@@ -216,7 +216,7 @@ BIG_IDS = [f"tests.tool.test_big::test_many[{k}]" for k in range(6)] + [
 
 
 def test_a_heavy_file_is_split_by_test_id_and_the_plan_is_the_same_on_every_runner():
-    from patchkit.audit.testplan import heavy, owns, shard_files, split_files
+    from patchkit.testrun.testplan import heavy, owns, shard_files, split_files
 
     units = {"tests/test_big.py": 1, "tests/test_a.py": 1, "tests/test_b.py": 2}
     durations = {"tests/test_big.py": 80.0, "tests/test_a.py": 5.0, "tests/test_b.py": 5.0}
@@ -312,8 +312,8 @@ def test_a_split_files_slow_tests_weigh_their_recorded_seconds_and_the_rest_shar
     """One test of a heavy file takes most of its time (the record's ``test_seconds``): it gets a shard
     of its own and the file's other tests share the rest — not an even share each."""
     from patchkit.audit.gates.tests import test_seconds
-    from patchkit.audit.testplan import split_files
-    from patchkit.audit.testselect import Outcome
+    from patchkit.testrun.testplan import split_files
+    from patchkit.testrun.testselect import Outcome
 
     patched = {"tests.test_big::test_slow": Outcome("failed", seconds=120.0),
                **{f"tests.test_big::test_{k}": Outcome("passed", seconds=0.4) for k in range(7)}}  # fmt: skip
@@ -338,7 +338,7 @@ def test_a_test_that_needs_its_base_run_weighs_both_sides_and_a_shard_orders_by_
     how many of the file's tests it owns."""
     from patchkit.audit.gates.tests import path_seconds, test_seconds
     from patchkit.audit.shardplan import _share
-    from patchkit.audit.testselect import Outcome
+    from patchkit.testrun.testselect import Outcome
 
     patched = {"tests.test_big::test_hangs": Outcome("timeout", seconds=120.0),
                **{f"tests.test_big::test_{k}": Outcome("passed", seconds=0.5) for k in range(5)}}  # fmt: skip
@@ -365,7 +365,7 @@ def test_a_heavy_files_recorded_ids_split_it_without_a_collection(heavy_project,
     """The durations file's ``@tests`` (from the last record's pytest JUnit ids) split a heavy file
     with no ``--collect-only`` first; a test the list lacks runs once, on its file's home shard."""
     from patchkit.audit import shardplan
-    from patchkit.audit.testplan import TESTS_KEY
+    from patchkit.testrun.testplan import TESTS_KEY
 
     root, series, rules = heavy_project
     recorded = json.loads((series / "test-durations.json").read_text())
@@ -401,8 +401,8 @@ def test_a_heavy_files_recorded_ids_split_it_without_a_collection(heavy_project,
 
 def test_a_records_slow_files_list_their_tests_for_the_next_plan():
     from patchkit.audit.gates.tests import LISTED_FILE, file_tests
-    from patchkit.audit.testplan import TESTS_KEY, tests_from
-    from patchkit.audit.testselect import Outcome
+    from patchkit.testrun.testplan import TESTS_KEY, tests_from
+    from patchkit.testrun.testselect import Outcome
 
     side = {"tests.a::test_2": Outcome("passed", seconds=LISTED_FILE), "tests.a::test_1": Outcome("failed"),
             "tests.b::test_1": Outcome("passed", seconds=LISTED_FILE - 1)}  # fmt: skip

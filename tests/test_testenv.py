@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fixtures.audit.builder import fake_base
 
-from patchkit.audit import testenv
+from patchkit.testrun import testenv
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,8 @@
 import pytest
 
-from patchkit.audit.testselect import (
+from patchkit.diff.model import FilePatch
+from patchkit.report.i18n import message_text
+from patchkit.testrun.testselect import (
     Outcome,
     classify_environment,
     compare,
@@ -10,8 +12,6 @@ from patchkit.audit.testselect import (
     select_tests,
     summary_message,
 )
-from patchkit.diff.model import FilePatch
-from patchkit.report.i18n import message_text
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,12 @@ from fixtures.audit.builder import FAKE_TREE, fake_base, file_diff, patch_text, 
 
 from patchkit.audit.engine import AuditOptions, run_audit
 from patchkit.audit.gates.tests import TestSettings
-from patchkit.audit.testselect import Outcome, classify, compare
 from patchkit.base.pin import tree_hash
 from patchkit.base.tree import BaseTree
 from patchkit.report.markdown import render_markdown
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
+from patchkit.testrun.testselect import Outcome, classify, compare
 from patchkit.values import Pin
 
 GUARANTEES = Path(__file__).parent.parent / "docs" / "guarantees.md"

@@ -8,8 +8,8 @@ import zipfile
 
 import pytest
 
-from patchkit.audit import testenv, torchpin
 from patchkit.base import package_index
+from patchkit.testrun import testenv, torchpin
 
 CPU_TXT_083 = (  # the shape of vLLM 0.8.3's requirements/cpu.txt
     "-r common.txt\n\n# Dependencies for CPUs\n"
@@ -165,7 +165,7 @@ def test_the_venv_follows_the_pin_and_records_where_torch_came_from(tmp_path, mo
 
 def test_the_record_says_where_the_test_venvs_torch_came_from(tmp_path, monkeypatch):
     from patchkit.audit.gates import tests as gate
-    from patchkit.audit.pytestrun import TestSettings
+    from patchkit.testrun.pytestrun import TestSettings
 
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)

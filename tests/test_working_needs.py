@@ -20,12 +20,12 @@ import pytest
 from fixtures.audit.builder import fake_base, file_diff, patch_text, write_series
 from typer.testing import CliRunner
 
+from patchkit.analysis.depends import compute_dependencies
 from patchkit.base.tree import BaseTree
 from patchkit.cli import app
 from patchkit.diff.model import Replay
 from patchkit.diff.parse import parse_text
 from patchkit.split import replay as replay_module
-from patchkit.split.depends import compute_dependencies
 from patchkit.split.rules import parse_rules
 
 RUFF = shutil.which("ruff")

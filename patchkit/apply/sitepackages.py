@@ -7,12 +7,12 @@ import csv
 import hashlib
 import io
 import json
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkit.errors import CheckFailed, UserError
+from patchkit.proc import TimeoutExpired, run_process
 
 DIST_NAME = "vllm"
 QUERY_TIMEOUT = 60.0  # seconds for the target interpreter to list its distributions
@@ -60,12 +60,10 @@ def _query(python: str, args: list[str]) -> dict:
         exec(compile(_DESCRIBE, "<patchkit locate>", "exec"), namespace)  # noqa: S102 - our own code
         return json.loads(json.dumps(namespace["info"](DIST_NAME, args)))
     try:
-        proc = subprocess.run(
-            [python, "-c", _LOCATE, DIST_NAME, *args], capture_output=True, timeout=QUERY_TIMEOUT
-        )
+        proc = run_process([python, "-c", _LOCATE, DIST_NAME, *args], timeout=QUERY_TIMEOUT)
     except OSError as exc:
         raise UserError(f"cannot run the interpreter {python}: {exc.strerror}") from None
-    except subprocess.TimeoutExpired:
+    except TimeoutExpired:
         raise CheckFailed(f"{python} did not list its distributions within {QUERY_TIMEOUT:g} s") from None
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
@@ -205,10 +203,8 @@ def byte_compile(root: Path, modules: list[str], python: str | None) -> str | No
                 failed.append(f"{path}: {exc.msg.strip().splitlines()[-1]}")
         return f"byte-compile failed for {len(failed)} module(s): {failed[0]}" if failed else None
     try:
-        proc = subprocess.run(
-            [python, "-m", "py_compile", *files], capture_output=True, timeout=COMPILE_TIMEOUT
-        )
-    except subprocess.TimeoutExpired:
+        proc = run_process([python, "-m", "py_compile", *files], timeout=COMPILE_TIMEOUT)
+    except TimeoutExpired:
         return f"byte-compile with {python} timed out after {COMPILE_TIMEOUT:g} s (the modules are applied)"
     except OSError as exc:
         return f"byte-compile with {python} could not run: {exc.strerror}"

@@ -24,8 +24,8 @@ from functools import cache as memoised
 from pathlib import Path
 from typing import Any
 
-from patchkit import cache
-from patchkit.audit import guide, shardplan, testshards
+from patchkit import cache, guide
+from patchkit.audit import shardplan, testshards
 from patchkit.audit.focus import focused_tests, patch_labels, patch_owner_lines, patch_reviewers
 from patchkit.audit.gates import (
     GateContext,

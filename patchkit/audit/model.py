@@ -1,4 +1,5 @@
-"""Audit records: gate results, guide findings, per-patch verdicts and the whole result."""
+"""Audit records: gate results, per-patch verdicts and the whole result (the guide's findings are
+``guide/model``'s)."""
 
 from __future__ import annotations
 
@@ -63,18 +64,6 @@ class GateResult(JsonMixin):
     message: Message | None = None  # ``summary`` for the catalogues; None in records before it
     evidence: list[Evidence] = field(default_factory=list)  # the witnesses that ran (passed needs one)
     cause: str | None = None  # skipped: the gate whose failure left nothing to run ("apply")
-
-
-@dataclass
-class Finding(JsonMixin):
-    """One reviewer-guide finding."""
-
-    kind: str
-    severity: Literal["high", "medium", "low", "info"]
-    file: str
-    line: int
-    message: dict[str, Any]  # {"key", "params"} from the guide; {"en": ..., "zh": ...} once report/ filled it
-    evidence: list[str] = field(default_factory=list)
 
 
 @dataclass

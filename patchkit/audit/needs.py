@@ -3,7 +3,7 @@
 The needs of a patch decide the apply gate's "alone" check and the trees of the tests gate's two
 sides (base + its needs, and that + the patch). They are split.json's ``depends_on`` where the split
 declared any, else the smallest set the patch applies with (``gates.apply.needed_patches``); either
-way grown by what the patch needs to *work* (``split.needs.working_needs``): a series written by
+way grown by what the patch needs to *work* (``analysis.needs.working_needs``): a series written by
 hand, by an older patchkit or edited since can declare too little, and a patch that applies alone
 but imports what an earlier patch adds would have its tests judged on a tree that cannot import.
 One answer per series and base, remembered for the run.
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import threading
 
-from patchkit.audit.gates import Overlay, PatchUnderAudit, apply_patch
+from patchkit.analysis.depends import closure, minimal_needs
+from patchkit.analysis.needs import working_needs
+from patchkit.audit.gates import PatchUnderAudit, apply_patch
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
-from patchkit.split.depends import closure, minimal_needs
-from patchkit.split.needs import working_needs
+from patchkit.testrun.overlaytree import Overlay
 
 Answer = tuple[list[str], str, dict[str, str]]  # (needs by name, where from, why by name)
 _MEMO: dict[tuple, list[Answer]] = {}

@@ -17,13 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit.basedemand import file_of_test
-from patchkit.audit.basesides import base_key, materialise
 from patchkit.audit.gates import PatchUnderAudit, SeriesState
 from patchkit.audit.gates.apply import applies, patch_needs
 from patchkit.audit.gates.tests import selection_for, tree_predicates
-from patchkit.audit.pytestrun import TestSettings, collect_ids, environment
-from patchkit.audit.testplan import (
+from patchkit.base.tree import BaseTree
+from patchkit.testrun.basedemand import file_of_test
+from patchkit.testrun.basesides import base_key, materialise
+from patchkit.testrun.pytestrun import TestSettings, collect_ids, environment
+from patchkit.testrun.testplan import (
     DURATIONS_FILE,
     TESTS_KEY,
     digest,
@@ -34,7 +35,6 @@ from patchkit.audit.testplan import (
     split_files,
     split_weights,
 )
-from patchkit.base.tree import BaseTree
 
 COLLECT_FORMAT = 1  # bump when a cached collection's shape changes
 

@@ -12,13 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from patchkit.audit import guide as guides
+from patchkit import guide as guides
 from patchkit.audit.gates.tests import conclude
 from patchkit.audit.model import GUIDE_UNFINISHED, AuditResult, GateResult, PatchAudit
-from patchkit.audit.pytestrun import TestSettings
-from patchkit.audit.testplan import unpack
 from patchkit.audit.verdict import decide_record, verdict_reasons, worst
 from patchkit.errors import UserError
+from patchkit.testrun.pytestrun import TestSettings
+from patchkit.testrun.testplan import unpack
 from patchkit.values import Message
 
 OTHER_SHARD = "gate.tests.other-shard"  # this shard owns none of the patch's test files
@@ -126,7 +126,7 @@ def merge_tests(parts: list[GateResult]) -> GateResult:
     for p in mine:
         for k, v in p.details.get("base_on_demand", {}).items():
             stats[k] = round(stats.get(k, 0) + v, 3) if isinstance(v, int | float) else v
-    confirmed: dict = {}  # the failures each shard ran again (audit/confirm.py), summed
+    confirmed: dict = {}  # the failures each shard ran again (testrun/confirm.py), summed
     for p in mine:
         for k, v in p.details.get("confirmed", {}).items():
             if isinstance(v, bool):

@@ -38,7 +38,7 @@ _ACCEPT = ", ".join(
 
 
 # what patchkit fetches is what `pip download` / `pip install` would: both sections apply, as
-# ``[install]`` does for the test venv (audit/testenv), so the two never go to different indexes
+# ``[install]`` does for the test venv (testrun/testenv), so the two never go to different indexes
 COMMANDS = ("download", "install")
 
 

@@ -162,7 +162,7 @@ def _series_pin(series_dir: Path) -> Pin | None:
 
 def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pin: Pin, use_cache: bool,
                    prepare_env: bool, select: str = "upstream") -> TestSettings:  # fmt: skip
-    from patchkit.audit import testenv
+    from patchkit.testrun import testenv
 
     settings = TestSettings(python="", base_root=tree.root, base_hash=pin.tree_hash or "",
                             test_timeout=config.audit.test_timeout,

@@ -45,8 +45,8 @@ def buildkite(series_dir: Path | None, pin_file: Path | None, base: Path | None,
 
 def durations(record: Path, out: Path | None) -> int:
     from patchkit.atomic import write_atomic
-    from patchkit.audit.testplan import DURATIONS_FILE, TESTS_KEY, durations_from, tests_from
     from patchkit.output import info
+    from patchkit.testrun.testplan import DURATIONS_FILE, TESTS_KEY, durations_from, tests_from
 
     try:
         data = json.loads(record.read_text("utf-8"))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import git, output
+from patchkit.analysis.depends import compute_dependencies
 from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import diffstat, render_diff
@@ -29,7 +30,6 @@ from patchkit.rebase.state import STATE_DIR
 from patchkit.rebase.worktree import digest
 from patchkit.series.files import SERIES_FILE, SPLIT_JSON, format_patch, load_entries, series_record
 from patchkit.series.model import SplitPatch
-from patchkit.split.depends import compute_dependencies
 from patchkit.txn.journal import step
 from patchkit.values import Pin
 

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from patchkit import git, output
+from patchkit.analysis.depends import compute_dependencies
 from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree, detect_prefix
 from patchkit.diff.mail import parse_address
@@ -21,7 +22,6 @@ from patchkit.series.files import (
     staging_dir,
     write_series,
 )
-from patchkit.split.depends import compute_dependencies
 from patchkit.split.layout import check_layout
 from patchkit.split.prefix import check_series, problem_text
 from patchkit.split.proof import prove

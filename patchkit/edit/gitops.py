@@ -9,7 +9,7 @@ from pathlib import Path
 
 from patchkit import git
 from patchkit.errors import UserError
-from patchkit.txn.children import child_options
+from patchkit.proc import TimeoutExpired
 
 
 def run(
@@ -21,7 +21,7 @@ def run(
     check: bool = True,
 ) -> bytes:
     """``git -C repo ARGS`` with the user's identity (not git.run's fixed patchkit one), in its own
-    process group and ended with patchkit (``txn.children``), as every git call of patchkit."""
+    process group and ended with patchkit (``git.call``), as every git call of patchkit."""
     proc = raw(repo, args, data, env or {})
     if check and proc.returncode != 0:
         raise UserError(
@@ -31,20 +31,11 @@ def run(
 
 
 def raw(repo: Path, args: list[str], data: bytes | None, extra: dict[str, str]):
-    import subprocess
-
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
     env.update(extra)
     try:
-        return subprocess.run(
-            ["git", "-C", str(repo), *args],
-            input=data,
-            capture_output=True,
-            env=env,
-            timeout=git.timeout_for(args),
-            **child_options(),  # its own process group, ended with patchkit (even by kill -9)
-        )
-    except subprocess.TimeoutExpired:
+        return git.call(["-C", str(repo), *args], input=data, env=env, timeout=git.timeout_for(args))
+    except TimeoutExpired:
         raise UserError(f"git {args[0]} timed out in {repo}") from None
 
 

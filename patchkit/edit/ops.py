@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchkit.analysis.depends import compute_dependencies
 from patchkit.edit import gitops
 from patchkit.edit.chain import Item, rebuild
 from patchkit.edit.hunks import Hunk, assign, diff_u0, join
@@ -19,7 +20,6 @@ from patchkit.edit.worktree import Work, land, load, lock, recover
 from patchkit.errors import CheckFailed, UserError
 from patchkit.series.files import load_entries
 from patchkit.series.model import SplitPatch
-from patchkit.split.depends import compute_dependencies
 
 
 @dataclass
@@ -194,8 +194,8 @@ def _clean(work: Work, verb: str) -> None:
 
 
 def needs(work: Work) -> dict[str, dict[str, str]]:
-    """Patch name → the earlier patches it needs first, each with why (split/depends: the smallest
-    set with which it applies to the base, and what it needs to work, split/needs)."""
+    """Patch name → the earlier patches it needs first, each with why (analysis/depends: the smallest
+    set with which it applies to the base, and what it needs to work, analysis/needs)."""
     entries = load_entries(work.series)
     patches = [
         SplitPatch(i + 1, e.name, {}, e.name, [fp for p in e.patches for fp in p.files], [])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkit import __version__
+from patchkit.analysis.depends import compute_dependencies
 from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree
 from patchkit.diff.parse import parse_text
@@ -29,7 +30,6 @@ from patchkit.series.files import (
     series_record,
 )
 from patchkit.series.model import SplitPatch
-from patchkit.split.depends import compute_dependencies
 from patchkit.split.names import undefined_globals
 from patchkit.split.prefix import check_series, series_states
 from patchkit.split.proof import apply_entries

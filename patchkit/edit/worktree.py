@@ -6,7 +6,7 @@ Crash safety is ``patchkit.txn``'s: every command holds the work tree's lock (``
 ``.git/patchkit-txn/``) and recovers first; a change is one ``txn.dirswap`` of the series dir whose
 follow-up (``_forward``: the branch, HEAD, the index and the record moved to the new chain) is
 idempotent. The work tree's files are written only by ``drop`` (on a clean tree), so the user's
-edits stay as they are whatever happens; git runs in its own process group (``txn.children``)."""
+edits stay as they are whatever happens; git runs in its own process group (``proc``)."""
 
 from __future__ import annotations
 

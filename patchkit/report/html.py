@@ -17,10 +17,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from patchkit.audit.guide import PRE_IMAGE_KINDS
 from patchkit.audit.model import AuditResult, PatchAudit
 from patchkit.diff.filediff import parse_diff
 from patchkit.errors import UserError
+from patchkit.guide import PRE_IMAGE_KINDS
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
 from patchkit.report.pictures import label_grid, series_graph
 from patchkit.report.since import since_lead, since_patch

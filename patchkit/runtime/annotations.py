@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from patchkit.split.modfacts import dotted_name
+from patchkit.analysis.modfacts import dotted_name
 
 TYPING = {"List": "list", "Dict": "dict", "Set": "set", "FrozenSet": "frozenset", "Tuple": "tuple",
           "Type": "type", "Deque": "deque", "DefaultDict": "defaultdict"}  # fmt: skip

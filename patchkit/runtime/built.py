@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from patchkit.split.modfacts import dotted_name
+from patchkit.analysis.modfacts import dotted_name
 
 
 def compiled_modules(root: Path) -> frozenset[str]:

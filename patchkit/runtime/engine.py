@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from patchkit.analysis.bindings import guard_texts
 from patchkit.audit.model import AuditResult, PatchAudit, RuntimeTarget
 from patchkit.audit.verdict import verdict_reasons, worst
 from patchkit.errors import UserError
 from patchkit.runtime import gates as checks
 from patchkit.runtime import witness
-from patchkit.runtime.bindings import guard_texts
 from patchkit.runtime.guide import guide
 from patchkit.runtime.registry import read_registry
 from patchkit.runtime.resolve import SourceIndex

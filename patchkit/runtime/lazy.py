@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from patchkit.runtime.bindings import last_binding
+from patchkit.analysis.bindings import last_binding
 
 QUIET = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Pass)
 

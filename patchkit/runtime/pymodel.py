@@ -16,7 +16,7 @@ import ast
 import importlib.util
 import inspect
 
-from patchkit.split.modfacts import dotted_name
+from patchkit.analysis.modfacts import dotted_name
 
 
 def _module_names(package: bool) -> frozenset[str]:

@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 
-from patchkit.runtime import bindings, lazy
+from patchkit.analysis import bindings
+from patchkit.analysis.modfacts import dotted_name
+from patchkit.runtime import lazy
 from patchkit.runtime.built import compiled_modules
 from patchkit.runtime.pymodel import (
     CLASS_OWN_ATTRIBUTES,
@@ -30,7 +32,6 @@ from patchkit.runtime.pymodel import (
     wraps_its_argument,
 )
 from patchkit.runtime.resolution import Definition, Resolution, Unresolved
-from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
 OUTSIDE = "may come from a base outside the tree: "

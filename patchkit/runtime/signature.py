@@ -16,8 +16,8 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
+from patchkit.analysis.modfacts import dotted_name
 from patchkit.runtime.annotations import annotation_key, canonical, fits
-from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
 POSITIONAL_ONLY = "POSITIONAL_ONLY"

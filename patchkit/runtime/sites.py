@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from patchkit.runtime.bindings import absolute_module, guard_texts
-from patchkit.split.modfacts import dotted_name
+from patchkit.analysis.bindings import absolute_module, guard_texts
+from patchkit.analysis.modfacts import dotted_name
 
 TOP = "vllm"
 

@@ -8,6 +8,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from patchkit.analysis.modfacts import dotted_name
 from patchkit.audit.model import RuntimeTarget
 from patchkit.runtime import signature
 from patchkit.runtime.access import class_reads_only
@@ -15,7 +16,6 @@ from patchkit.runtime.registry import items_for
 from patchkit.runtime.resolve import Definition, Resolution, SourceIndex, Unresolved
 from patchkit.runtime.since import compare
 from patchkit.runtime.sites import ModuleScan, Site, expand
-from patchkit.split.modfacts import dotted_name
 from patchkit.values import message
 
 WRAPPERS = ("staticmethod", "classmethod", "property", "cached_property")  # what a def is wrapped into

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from patchkit.audit.model import RuntimeTarget
+from patchkit.proc import TimeoutExpired, run_process
 from patchkit.values import message
 
 PROBE = Path(__file__).with_name("probe.py")
@@ -26,16 +26,15 @@ def run_probe(python: str, targets: list[str], timeout: float) -> dict[str, Any]
     with tempfile.TemporaryDirectory(prefix="patchkit-probe-") as scratch:
         out = Path(scratch) / "probe.json"
         try:
-            proc = subprocess.run(
+            proc = run_process(
                 [python, str(PROBE), str(out)],
                 input=json.dumps(targets),
                 text=True,
-                capture_output=True,
                 timeout=timeout,
                 cwd=scratch,
                 env={**os.environ, **QUIET},
             )
-        except subprocess.TimeoutExpired:
+        except TimeoutExpired:
             raise WitnessError(f"{python}: importing the targets took longer than {timeout:.0f} s") from None
         except OSError as exc:
             raise WitnessError(f"{python}: {exc.strerror}") from None

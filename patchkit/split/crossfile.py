@@ -24,14 +24,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from patchkit.analysis import undefined
+from patchkit.analysis.dependents import dependents
+from patchkit.analysis.static import Problem, first_party, tree_state
 from patchkit.base.tree import BaseTree
-from patchkit.split import undefined
 from patchkit.split.blocks import Block
-from patchkit.split.dependents import dependents
 from patchkit.split.mend import mend_removal, mend_syntax
 from patchkit.split.names import code_of, defined_names, statements, used_names
 from patchkit.split.rules import LineVerdict
-from patchkit.split.static import Problem, first_party, tree_state
 
 StateOf = Callable[[str, set[str]], "bytes | None"]
 StatesOf = Callable[[str, list[set[str]]], "list[bytes | None]"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from patchkit.analysis.static import Problem
 from patchkit.split.blocks import Block
 from patchkit.split.rules import LineVerdict
-from patchkit.split.static import Problem
 
 
 class Checker(Protocol):

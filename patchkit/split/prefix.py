@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from patchkit.analysis import undefined
+from patchkit.analysis.dependents import dependents
+from patchkit.analysis.static import Problem, State, first_party, tree_state, uses_of
 from patchkit.base.tree import BaseTree
 from patchkit.series.files import SeriesEntry
-from patchkit.split import undefined
-from patchkit.split.dependents import dependents
 from patchkit.split.proof import apply_entries
-from patchkit.split.static import Problem, State, first_party, tree_state, uses_of
 
 Files = dict[str, "bytes | None"]
 

@@ -11,6 +11,8 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchkit.analysis.depends import absorbed_commits
+from patchkit.analysis.syntax import PendingCheck, start
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import (
     HunkMismatch,
@@ -27,11 +29,9 @@ from patchkit.series.overlays import Overlay, take_overlays
 from patchkit.split.blocks import Block, assignments, slide_apart
 from patchkit.split.build import NotRepresentable, step_file_patch
 from patchkit.split.crossfile import CrossFile, resolve
-from patchkit.split.depends import absorbed_commits
 from patchkit.split.model import Domain
 from patchkit.split.names import follow_definitions
 from patchkit.split.rules import Classifier, Unclaimed, unclaimed_error
-from patchkit.split.syntax import PendingCheck, start
 from patchkit.split.upstream import extend_domains
 from patchkit.tmpdir import scratch_dir
 from patchkit.upstream.mergify import LabelRule

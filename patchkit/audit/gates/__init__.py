@@ -18,9 +18,8 @@ from patchkit.diff import engine
 from patchkit.diff.model import Commit, FilePatch
 from patchkit.series.overlays import Overlay as WholeFile
 from patchkit.series.overlays import base_matches, mismatch
+from patchkit.testrun.overlaytree import Overlay
 from patchkit.values import Message
-
-Overlay = dict[str, bytes | None]  # path -> content after some patches (None = deleted)
 
 
 @dataclass

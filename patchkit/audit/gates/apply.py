@@ -8,7 +8,6 @@ from patchkit import __version__
 from patchkit.audit.gates import (
     Gate,
     GateContext,
-    Overlay,
     PatchUnderAudit,
     SeriesState,
     apply_patch,
@@ -19,6 +18,7 @@ from patchkit.audit.model import GateResult
 from patchkit.audit.needs import applies, series_needs
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import HunkMismatch
+from patchkit.testrun.overlaytree import Overlay
 from patchkit.values import Message
 
 

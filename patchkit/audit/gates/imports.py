@@ -1,6 +1,6 @@
 """imports gate: after each patch, every module the series has touched so far still imports.
 
-Two witnesses. The static check (``split.static``) over the touched Python files of base + the
+Two witnesses. The static check (``analysis.static``) over the touched Python files of base + the
 series up to this patch: each compiles, each first-party import resolves (module, name, re-export;
 a module with ``__getattr__`` or a star import is dynamic), no keyword argument a first-party
 definition does not accept; undefined names join it through ``undefined_names`` (split/'s
@@ -16,20 +16,20 @@ interpreter, a timeout, or every import failing on the base too is could-not-run
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 from patchkit import __version__
+from patchkit.analysis import undefined
+from patchkit.analysis.dependents import dependents
+from patchkit.analysis.modfacts import module_name
+from patchkit.analysis.static import first_party, tree_state
 from patchkit.audit.gates import Gate, GateContext, gate_result, witness
 from patchkit.audit.gates.tests import materialise
 from patchkit.audit.model import Evidence, GateResult
-from patchkit.split import undefined
-from patchkit.split.dependents import dependents
-from patchkit.split.modfacts import module_name
-from patchkit.split.static import first_party, tree_state
+from patchkit.proc import TimeoutExpired, run_process
 from patchkit.values import Message
 
 IMPORT_TIMEOUT = 120.0
@@ -51,9 +51,10 @@ def _real_imports(python: str, base_root: Path, overlay: dict, modules: list[str
         materialise(base_root, overlay, tree)
         for module in modules:
             try:
-                proc = subprocess.run([python, "-c", f"import {module}"], cwd=tree, capture_output=True,
-                                      text=True, timeout=IMPORT_TIMEOUT)  # fmt: skip
-            except subprocess.TimeoutExpired:
+                proc = run_process(
+                    [python, "-c", f"import {module}"], cwd=tree, text=True, timeout=IMPORT_TIMEOUT
+                )
+            except TimeoutExpired:
                 out[module] = {"status": "could-not-run", "error": f"timed out after {IMPORT_TIMEOUT:g} s"}
                 continue
             except OSError as exc:
@@ -79,16 +80,19 @@ def _base_side(module: str, existed: set[str], on_base: dict[str, dict]) -> dict
 
 def _python_version(python: str) -> str:
     try:
-        proc = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
-                              capture_output=True, text=True, timeout=IMPORT_TIMEOUT)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+        proc = run_process(
+            [python, "-c", "import platform; print(platform.python_version())"],
+            text=True,
+            timeout=IMPORT_TIMEOUT,
+        )
+    except (OSError, TimeoutExpired):
         return ""
     return proc.stdout.strip()
 
 
 def undefined_names(base, overlay: dict, paths: list[str]) -> list | None:
-    """ruff F821/F822/F823 and F405 (split/'s analysis, ``split.undefined``) on ``paths`` of base + overlay,
-    as ``split.static`` problems of kind ``undefined``; None when no ruff can run here (the gate
+    """ruff F821/F822/F823 and F405 (``analysis.undefined``) on ``paths`` of base + overlay,
+    as ``analysis.static`` problems of kind ``undefined``; None when no ruff can run here (the gate
     then records that its static half checked imports and keywords only)."""
     files = {p: overlay[p] if p in overlay else base.read(p) for p in paths if p.endswith(".py")}
     try:
@@ -144,7 +148,7 @@ def _run(ctx: GateContext) -> GateResult:
 def _static_problems(ctx: GateContext, touched: list[str], present: list[str],
                      packages: set[str]) -> tuple[list, dict]:  # fmt: skip
     """The problems this patch adds to the touched files' static state and to the untouched files
-    that use what the series takes away (``split.dependents``), and which checks ran."""
+    that use what the series takes away (``analysis.dependents``), and which checks ran."""
     base, post, pre = ctx.trees.base, ctx.state.post or {}, ctx.state.pre
     memo: dict = {}
     after, before = tree_state(base, post, packages, memo), tree_state(base, pre, packages, memo)
@@ -218,7 +222,9 @@ def _decide(problems: list, real: dict[str, dict], reason: str | None, count: in
     )
 
 
-STATIC = "patchkit static check (split/static.py: imports, keywords; split/undefined.py: ruff F821-3, F405)"
+STATIC = (
+    "patchkit static check (analysis/static.py: imports, keywords; analysis/undefined.py: ruff F821-3, F405)"
+)
 
 
 def _ancestry(modules: list[str]) -> set[str]:

@@ -1,5 +1,5 @@
-"""lint gate: the hooks of the base's own ``.pre-commit-config.yaml`` (read as YAML, ``audit/precommit``)
-on the files a patch touches, each at the version the base pins (``audit/hook_tools`` installs it
+"""lint gate: the hooks of the base's own ``.pre-commit-config.yaml`` (read as YAML, ``tools/precommit``)
+on the files a patch touches, each at the version the base pins (``tools/hook_tools`` installs it
 once into the cache), and the base's ``local`` hooks run from a tree laid out as the base with the
 touched files in place. Baseline-relative: every hook runs on the touched files before and after
 the patch; only findings the patch adds count.
@@ -19,17 +19,18 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import subprocess
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from patchkit.audit import hook_tools, precommit
+from patchkit import git
 from patchkit.audit.gates import Gate, GateContext, PatchUnderAudit, Trees, gate_result, not_applied, witness
 from patchkit.audit.gates.ruff import shadow_tree
 from patchkit.audit.model import GateResult
 from patchkit.errors import UserError
+from patchkit.proc import TimeoutExpired, run_process
+from patchkit.tools import hook_tools, precommit
 from patchkit.values import Message
 
 HOOK_TIMEOUT = 600
@@ -78,10 +79,9 @@ def _run(cmd: list[str], root: Path, files: list[str], hook: precommit.Hook, wat
     if os.path.isabs(cmd[0]):  # the hook's environment first on PATH, as pre-commit does
         env["PATH"] = os.pathsep.join([str(Path(cmd[0]).parent), env.get("PATH", "")])
     try:
-        proc = subprocess.run(
+        proc = run_process(
             [*cmd, *(files if hook.pass_filenames else [])],
             cwd=root,
-            capture_output=True,
             text=True,
             errors="replace",
             timeout=HOOK_TIMEOUT,
@@ -89,7 +89,7 @@ def _run(cmd: list[str], root: Path, files: list[str], hook: precommit.Hook, wat
         )
     except FileNotFoundError as exc:
         raise UserError(f"cannot start {cmd[0]}: {exc.strerror}") from None
-    except subprocess.TimeoutExpired:
+    except TimeoutExpired:
         raise UserError(f"timed out after {HOOK_TIMEOUT} s") from None
     changed = []
     for path, data in before.items():
@@ -139,8 +139,8 @@ def _added(before: list[str], after: list[str]) -> list[str]:
 def _tree(base_root: Path, overlay: dict, dest: Path) -> None:
     shadow_tree(base_root, overlay, dest)
     env = {**os.environ, "GIT_DIR": str(dest / ".git"), "GIT_WORK_TREE": str(dest)}
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"]):  # hooks that ask `git ls-files`
-        subprocess.run(cmd, cwd=dest, capture_output=True, env=env, timeout=120)
+    for cmd in (["init", "-q"], ["add", "-A"]):  # hooks that ask `git ls-files`
+        git.call(cmd, dest, env=env, timeout=120, own_group=False)
 
 
 def lint_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:

@@ -1,4 +1,4 @@
-"""ruff gate: the ruff the base pins (see ``audit/ruff_binary``) with the base's own config on the
+"""ruff gate: the ruff the base pins (see ``tools/ruff_binary``) with the base's own config on the
 touched files, before and after, in a tree laid out like the real one; only what the patch adds
 counts. Findings match by (file, code, message, source line) so shifted lines are not new.
 
@@ -8,7 +8,6 @@ reported beside ruff's findings (``details.whitespace``), never counted as them.
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 import time
 import tomllib
@@ -16,18 +15,11 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 
 from patchkit import __version__
-from patchkit.audit import ruff_binary
-from patchkit.audit.gates import (
-    Gate,
-    GateContext,
-    Overlay,
-    PatchUnderAudit,
-    Trees,
-    gate_result,
-    not_applied,
-    witness,
-)
+from patchkit.audit.gates import Gate, GateContext, PatchUnderAudit, Trees, gate_result, not_applied, witness
 from patchkit.audit.model import GateResult
+from patchkit.proc import TimeoutExpired, run_process
+from patchkit.testrun.overlaytree import Overlay
+from patchkit.tools import ruff_binary
 from patchkit.values import Message
 
 CONFIG_NAMES = ("pyproject.toml", "ruff.toml", ".ruff.toml")
@@ -90,13 +82,7 @@ def run_ruff(cmd: tuple[str, ...], root: Path, files: list[str]) -> list[dict]:
     if not present:
         return []
     # --force-exclude as pre-commit's ruff hook does: the base's excludes hold for named files too
-    proc = subprocess.run(
-        [*cmd, *RUFF_ARGS[1:], *present],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=RUFF_TIMEOUT,
-    )
+    proc = run_process([*cmd, *RUFF_ARGS[1:], *present], cwd=root, text=True, timeout=RUFF_TIMEOUT)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "ruff failed")
     return json.loads(proc.stdout or "[]")
@@ -199,7 +185,7 @@ def ruff_gate(patch: PatchUnderAudit, trees: Trees) -> GateResult:
             try:
                 before = _keyed(run_ruff(tool.command, pre_root, pre_files), pre_root)
                 after = _keyed(run_ruff(tool.command, post_root, py_files), post_root)
-            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+            except (RuntimeError, TimeoutExpired, json.JSONDecodeError) as exc:
                 return done(
                     "could-not-run", "gate.ruff.failed-to-run", {"error": str(exc), "tool": tool_text}
                 )

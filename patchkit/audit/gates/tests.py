@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess  # noqa: F401  (tests patch subprocess.run through this module)
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from patchkit import cache, timing
-from patchkit.audit import affectedrun, basesides, carry, testenv
-from patchkit.audit.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
-from patchkit.audit.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
-from patchkit.audit.confirm import confirm_failures
 from patchkit.audit.gates import (
     Gate,
     GateContext,
-    Overlay,
     PatchUnderAudit,
     apply_patch,
     gate_result,
@@ -26,9 +20,16 @@ from patchkit.audit.gates import (
     witness,
 )
 from patchkit.audit.model import Evidence, GateResult
-from patchkit.audit.pytestrun import NoReport, TestSettings, environment
-from patchkit.audit.testplan import expand, pack, shard_files
-from patchkit.audit.testselect import (
+from patchkit.diff.hunks import HunkMismatch
+from patchkit.errors import UserError
+from patchkit.testrun import affectedrun, basesides, carry, testenv
+from patchkit.testrun.basedemand import base_demand, compare_on_demand, demanded, file_of_test, needs_rest
+from patchkit.testrun.basesides import LINK_TIMEOUT, base_needed, baseline, materialise, under
+from patchkit.testrun.confirm import confirm_failures
+from patchkit.testrun.overlaytree import Overlay
+from patchkit.testrun.pytestrun import NoReport, TestSettings, environment
+from patchkit.testrun.testplan import expand, pack, shard_files
+from patchkit.testrun.testselect import (
     FLAKY,
     OUTCOME_FORMAT,
     compare,
@@ -37,8 +38,6 @@ from patchkit.audit.testselect import (
     select_tests,
     summary_message,
 )
-from patchkit.diff.hunks import HunkMismatch
-from patchkit.errors import UserError
 from patchkit.values import Message
 
 __all__ = ["LINK_TIMEOUT", "TestSettings", "materialise", "tests_gate"]
@@ -132,7 +131,7 @@ def tests_gate(patch: PatchUnderAudit, pre: Overlay, post: Overlay | None, setti
                "baseline_cached": base_cached == len(selection), "baseline_cached_paths": base_cached,
                "base_on_demand": stats, **({"confirmed": confirmed} if confirmed else {}),
                **({"two_sided": True} if two_sided() else {})}  # fmt: skip
-    if groups is not None:  # affected tests first (audit/affectedrun): what each group ran
+    if groups is not None:  # affected tests first (testrun/affectedrun): what each group ran
         details["groups"] = groups
     patched = None if hung else patch_side
     if settings.shard is not None:  # what `patchkit report` needs to merge the shards (testshards)
@@ -178,8 +177,8 @@ def conclude(selection: list[str], elsewhere: list, env_info: dict, base_side: d
         # the base side as far as it ran, here or in a cached run of the same tree
         base = _pytest_witness(settings, env_info, selection, "base", cmp.base_counts, _shared(stats))
         evidence.insert(0, base)
-    if carried := affectedrun.carried_witness(details.get("groups"), stats):
-        evidence.append(carried)
+    if carried := affectedrun.carried_evidence(details.get("groups"), stats):
+        evidence.append(witness(**carried))
     if hung:
         params = {
             "seconds": f"{settings.test_timeout:g}",
