@@ -43,7 +43,7 @@ from patchkit.audit.gates import tests as tests_gate
 from patchkit.audit.pytestrun import TestSettings, environment
 from patchkit.audit.testselect import compare
 from patchkit.base.tree import BaseTree
-from patchkit.config import project_config
+from patchkit.project import Project
 from patchkit.split.rules import load_rules
 
 REPO = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = json.loads(args.files.read_text())
     restrict(files)
-    config = project_config(REPO)
+    config = Project(REPO).config
     from patchkit.audit import testenv
     from patchkit.base.pin import prepare_base
 

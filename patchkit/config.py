@@ -16,7 +16,6 @@ from patchkit.choices import GATE_NAMES, SELECTIONS
 from patchkit.errors import UserError
 from patchkit.values import Pin
 
-CONFIG_NAME = "patchkit.toml"
 SERIES_DIR = "patches"  # [series] dir when the config does not name one (or there is no config)
 KNOWN_GATES = ("apply", "ruff", "dco", "tests")  # what runs when [audit] gates is not set
 
@@ -76,22 +75,6 @@ _SCHEMA: dict[str, dict[str, str]] = {
         "select": "select",
     },
 }
-
-
-def find_project_config(start: Path | None = None) -> Path | None:
-    """The nearest ``patchkit.toml`` in ``start`` (default: cwd) or one of its parents."""
-    here = (start or Path.cwd()).resolve()
-    for directory in (here, *here.parents):
-        if (directory / CONFIG_NAME).is_file():
-            return directory / CONFIG_NAME
-    return None
-
-
-def project_config(start: Path | None = None) -> ProjectConfig:
-    """The config of the project around ``start`` (default: cwd), or defaults when none. Commands
-    get theirs from ``patchkit.project.Project``, which reads it only when asked."""
-    found = find_project_config(start)
-    return load_config(found) if found is not None else default_config((start or Path.cwd()).resolve())
 
 
 def default_config(root: Path) -> ProjectConfig:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from patchkit.config import ProjectConfig
     from patchkit.values import Pin
 
+CONFIG_NAME = "patchkit.toml"  # the project's file, found from the cwd up
 STATE_DIR = ".patchkit"  # <project root>/.patchkit/: the project's own state (replaced series, op log)
 REPLACED_DIR = "replaced"  # state_dir/replaced/<stamp>-<name>/: a series split --replace took the place of
 REPORTS_DIR = Path("reports")  # audit's and runtime's default reports, as from the cwd
@@ -163,12 +164,7 @@ class Project:
         if self.config_option is not None:
             return self.config_option.resolve()
 
-        def find() -> Path | None:
-            from patchkit.config import find_project_config
-
-            return find_project_config(self.cwd)
-
-        return self._once("file", find)
+        return self._once("file", lambda: find_config(self.cwd))
 
     @property
     def root(self) -> Path:
@@ -306,6 +302,15 @@ class Project:
 
         resolved = parse_pin(pin, option).pin()
         return BaseTree(prepare_base(resolved)), resolved
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest ``patchkit.toml`` in ``start`` or one of its parents (only looked for)."""
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        if (directory / CONFIG_NAME).is_file():
+            return directory / CONFIG_NAME
+    return None
 
 
 def base_from_dir(directory: Path) -> tuple[BaseTree, Pin]:

@@ -3,6 +3,8 @@ one way a verb runs — its ``Project`` resolved from ``--config``/``--base``, i
 every other parameter, ``commands.<verb>.run(project, options)`` ended by ``commands/outcome``."""
 
 # No ``from __future__ import annotations``: typer reads the annotations of the verbs that use these.
+import gc
+
 import click
 import typer
 
@@ -43,6 +45,9 @@ def invoke(verb: str, params: dict, fn: str = "run", options: str = "Options") -
         from patchkit.project import Project
 
         command = __import__(f"patchkit.commands.{verb}", fromlist=["run"])  # seen by -X importtime
+        if not gc.isenabled():  # main() turned it off for the start-up: what loaded is never garbage
+            gc.freeze()
+            gc.enable()
         return getattr(command, fn)(Project.resolve(**given), getattr(command, options)(**params))
 
     raise typer.Exit(call(run, json_out=params.get("json_out")))

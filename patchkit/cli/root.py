@@ -68,6 +68,11 @@ def _main(
 def main() -> None:
     """The ``patchkit`` command: parse, run, exit; an unexpected exception is one line, its
     traceback in a file and exit 4 (``cli/crash.py``)."""
+    import gc
+
+    # start-up creates ~100k objects that live as long as the process: no collection while they are
+    # made (cli/options.invoke freezes them and turns collection back on before the command runs)
+    gc.disable()
     from patchkit.cli.crash import guarded
 
     sys.exit(guarded(lambda: parse_and_run(sys.argv[1:])))

@@ -15,9 +15,7 @@ from pathlib import Path
 
 from patchkit import output
 from patchkit.errors import EXIT_OK, UserError
-from patchkit.project import PinSpec, Project, parse_pin
-
-CONFIG_NAME = "patchkit.toml"
+from patchkit.project import CONFIG_NAME, PinSpec, Project, parse_pin
 
 
 @dataclass
