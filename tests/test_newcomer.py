@@ -64,6 +64,11 @@ def test_split_then_audit_and_apply_with_no_other_option(newcomer, config) -> No
     # --base DIR is one record in both commands: the path and its tree hash
     split_base = json.loads((series / "split.json").read_text())["base"]
     assert split_base == record["base"] and len(split_base["tree_hash"]) == 64
+    edit = _patchkit("edit", "--base", str(base), "--json", "edit.json", cwd=work, cache=cache)
+    assert edit.returncode == 0, edit.stderr  # the edit loop starts from the same series
+    made = json.loads((work / "edit.json").read_text())
+    assert Path(made["series"]).resolve() == series.resolve()
+    assert len(made["patches"]) == len(record["patches"])
 
 
 def test_split_never_replaces_a_series_silently(newcomer) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from patchkit import output
 from patchkit.atomic import write_atomic
 from patchkit.commands.outcome import json_stdout, json_target
-from patchkit.errors import EXIT_OK
+from patchkit.errors import EXIT_OK, UserError
 from patchkit.project import EDIT_DIR, Project
 
 
@@ -33,6 +33,8 @@ def run(project: Project, options: Options) -> int:
             lines = worktree.describe(work)
     else:
         series = project.series(options.series)
+        if not (series / "series").is_file():
+            raise UserError("not a series directory (no 'series' file)", str(series))
         tree, _ = project.base(series)
         work, made = worktree.create(series, path, tree.root)
         lines = worktree.describe(work)
