@@ -4,9 +4,10 @@
         --patchkit after=/venv-b/bin/patchkit --runs 15 [--cwd DIR]
 
 Every run of every candidate is interleaved with a run of git (git, candidate, git, candidate ...),
-each in its own process; the figures are medians and each candidate's ratio is its median over git's
-median of the same command. ``--cwd`` is where patchkit runs (issue 45 asks for this repository's
-root, which holds a patchkit.toml of its own). git reads the series' patches concatenated in the
+each in its own process; the figures are medians (wall, and user+sys CPU of the process and its
+children) and each candidate's ratio is its median over git's median of the same command.
+``--cwd`` is where patchkit runs (issue 45 asks for this repository's root, which holds a
+patchkit.toml of its own). git reads the series' patches concatenated in the
 series order, written once before the first run (``git apply`` of several files does not carry one
 patch's result into the next).
 """
@@ -44,30 +45,24 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-apply-check-") as scratch:
         whole = _concatenated(series, Path(scratch))
         git = ["git", "-C", str(tree), "apply", "--check", str(whole)]
-        walls: dict[str, list[float]] = {label: [] for label in candidates}
-        gits: dict[str, list[float]] = {label: [] for label in candidates}
+        runs: dict[str, list[tuple]] = {label: [] for label in candidates}  # (wall, cpu) per run
+        gits: dict[str, list[tuple]] = {label: [] for label in candidates}
+        command = ["apply", str(series), "--target", "checkout", "--path", str(tree), "--check"]
         for _ in range(args.runs):
             for label, script in candidates.items():
-                gits[label].append(run_once(git, args.cwd)[0])
-                command = [
-                    script,
-                    "apply",
-                    str(series),
-                    "--target",
-                    "checkout",
-                    "--path",
-                    str(tree),
-                    "--check",
-                ]
-                walls[label].append(run_once(command, args.cwd)[0])
+                gits[label].append(run_once(git, args.cwd)[:2])
+                runs[label].append(run_once([script, *command], args.cwd)[:2])
     result = {}
     for label in candidates:
-        median, base = statistics.median(walls[label]), statistics.median(gits[label])
-        result[label] = {"median_s": round(median, 4), "git_median_s": round(base, 4),
-                         "ratio": round(median / base, 2), "runs": args.runs,
-                         "samples_s": [round(s, 4) for s in walls[label]]}  # fmt: skip
-        print(f"{label:>10}: patchkit apply --check median {median * 1000:.1f} ms, git apply --check "
-              f"median {base * 1000:.1f} ms, ratio {median / base:.2f}x "
+        wall, git_wall = (statistics.median(r[0] for r in rs) for rs in (runs[label], gits[label]))
+        cpu, git_cpu = (statistics.median(r[1] for r in rs) for rs in (runs[label], gits[label]))
+        result[label] = {"median_s": round(wall, 4), "git_median_s": round(git_wall, 4),
+                         "ratio": round(wall / git_wall, 2), "cpu_median_s": round(cpu, 4),
+                         "git_cpu_median_s": round(git_cpu, 4), "cpu_ratio": round(cpu / git_cpu, 2),
+                         "runs": args.runs, "samples_s": [round(r[0], 4) for r in runs[label]]}  # fmt: skip
+        print(f"{label:>10}: patchkit apply --check median {wall * 1000:.1f} ms, git apply --check "
+              f"median {git_wall * 1000:.1f} ms, ratio {wall / git_wall:.2f}x; CPU (user+sys) medians "
+              f"{cpu * 1000:.1f} / {git_cpu * 1000:.1f} ms, ratio {cpu / git_cpu:.2f}x "
               f"({args.runs} runs, cwd {args.cwd})")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
