@@ -143,13 +143,16 @@ class Project:
         return f"Project(root={self.root}, config={self.config_file}, base={self.base_dir})"
 
     @classmethod
-    def resolve(cls, config: str | Path | None = None, base: Path | None = None,
+    def resolve(cls, config: str | Path | None = None, base: Path | None = None, pin: str | None = None,
                 cwd: Path | None = None) -> Project:  # fmt: skip
-        """The project of this command line: ``config`` is what ``--config``/``--pin`` named."""
-        spec = parse_pin(str(config), "--config") if config is not None else None
-        if spec is not None and spec.kind == "config":
-            return cls(cwd or Path.cwd(), config_option=spec.path, base_dir=base)
-        return cls(cwd or Path.cwd(), pin_option=spec, base_dir=base)
+        """The project of this command line: ``config`` is what ``--config`` named (a patchkit.toml,
+        or — its older meaning — a pin in another form), ``pin`` a pin in any form (its [target],
+        for a toml), ``base`` --base DIR."""
+        named = parse_pin(str(config), "--config") if config is not None else None
+        spec = parse_pin(str(pin), "--pin") if pin is not None else None
+        if named is not None and named.kind != "config":
+            named, spec = None, spec or named
+        return cls(cwd or Path.cwd(), named.path if named else None, spec, base)
 
     def _once(self, key, make):
         if key not in self._cache:

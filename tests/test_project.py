@@ -102,3 +102,18 @@ def test_a_pin_named_for_a_command_that_needs_one_says_how(tmp_path, monkeypatch
     result = CliRunner().invoke(app, ["checkout"])
     assert result.exit_code == 2
     assert "no pin: pass --config patchkit.toml (or vllm==X) (none found from here up)" in result.output
+
+
+def test_a_pin_and_a_config_are_two_things(tmp_path, repo):
+    """``--config`` names the project's file; a pin (``Project.resolve(pin=...)``, the one ``--pin`` an
+    option vocabulary may give) names the base in any form, a toml's [target] included."""
+    repo_dir, head = repo
+    project_toml = tmp_path / "patchkit.toml"
+    project_toml.write_text('[series]\ndir = "s"\n')
+    other = tmp_path / "other.toml"
+    other.write_text(f'[target]\nsource = "git"\nurl = "{repo_dir}"\nrev = "{head}"\n')
+    both = Project.resolve(config=str(project_toml), pin=str(other), cwd=tmp_path)
+    assert both.config_file == project_toml and both.series_dir == tmp_path / "s"
+    assert (both.pin().source, both.pin().rev) == ("git", head)
+    older = Project.resolve(config=f"{repo_dir}@v1", cwd=tmp_path)  # --config given a pin: still a pin
+    assert older.config_file == project_toml and older.pin().rev == head

@@ -10,7 +10,7 @@ import typer
 
 from patchkit.choices import LANGS, TARGETS
 
-PROJECT_PARAMS = ("config", "base")  # what the project is resolved from; the rest are the verb's Options
+PROJECT_PARAMS = ("config", "base", "pin")  # the project is resolved from these; the rest: the Options
 
 # --config FILE (cli/conventions.py accepts --pin, its older name, hidden); also a pin in any form
 CONFIG = typer.Option(
