@@ -40,7 +40,7 @@ from patchkit.audit.gates import apply_patch
 from patchkit.audit.gates import registry as gate_registry
 from patchkit.audit.gates import tests as tests_gate
 from patchkit.base.tree import BaseTree
-from patchkit.config import project_config
+from patchkit.project import Project
 from patchkit.split.rules import load_rules
 from patchkit.testrun import basesides
 from patchkit.testrun.pytestrun import TestSettings, environment
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = json.loads(args.files.read_text())
     restrict(files)
-    config = project_config(REPO)
+    config = Project(REPO).config
     from patchkit.base.pin import prepare_base
     from patchkit.testrun import testenv
 

@@ -124,10 +124,10 @@ def audit_json(work: Path, given: Path | None) -> dict:
 def base_tree(data: dict) -> Path:
     """The audit's own base (its JSON records the pin it prepared), else this project's pin."""
     from patchkit.base.pin import prepare_base
-    from patchkit.config import project_config
+    from patchkit.project import Project
     from patchkit.values import Pin
 
-    pin = Pin.from_dict(data["base"]) if data.get("base") else project_config(REPO).target
+    pin = Pin.from_dict(data["base"]) if data.get("base") else Project(REPO).config.target
     return Path(prepare_base(pin))
 
 

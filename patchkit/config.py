@@ -16,7 +16,7 @@ from patchkit.choices import GATE_NAMES, SELECTIONS
 from patchkit.errors import UserError
 from patchkit.values import Pin
 
-CONFIG_NAME = "patchkit.toml"
+SERIES_DIR = "patches"  # [series] dir when the config does not name one (or there is no config)
 KNOWN_GATES = ("apply", "ruff", "dco", "tests")  # what runs when [audit] gates is not set
 
 
@@ -77,28 +77,9 @@ _SCHEMA: dict[str, dict[str, str]] = {
 }
 
 
-def find_project_config(start: Path | None = None) -> Path | None:
-    """The nearest ``patchkit.toml`` in ``start`` (default: cwd) or one of its parents."""
-    here = (start or Path.cwd()).resolve()
-    for directory in (here, *here.parents):
-        if (directory / CONFIG_NAME).is_file():
-            return directory / CONFIG_NAME
-    return None
-
-
-def project_config(start: Path | None = None) -> ProjectConfig:
-    """The config of the project around ``start`` (default: cwd), or defaults when none."""
-    found = find_project_config(start)
-    if found is not None:
-        return load_config(found)
-    root = (start or Path.cwd()).resolve()
-    return ProjectConfig(root=root, file=None, target=None, series=SeriesConfig(root / "patches"))
-
-
-def owns_series(config: ProjectConfig, series_dir: Path) -> bool:
-    """Whether ``series_dir`` is the project's own series ([series].dir): only then do the project's
-    pin and overlays apply to it; any other series carries its own (split.json, its dir)."""
-    return config.file is not None and series_dir.resolve() == config.series.dir.resolve()
+def default_config(root: Path) -> ProjectConfig:
+    """What a project without a patchkit.toml has: its series in ``root/patches``, no pin."""
+    return ProjectConfig(root=root, file=None, target=None, series=SeriesConfig(root / SERIES_DIR))
 
 
 def load_pin(path: Path) -> Pin:
@@ -141,7 +122,7 @@ def load_config(path: Path) -> ProjectConfig:
         file=path,
         target=_target(tables, values["target"]) if values["target"] else None,
         series=SeriesConfig(
-            dir=series.get("dir", root / "patches"),
+            dir=series.get("dir", root / SERIES_DIR),
             rules=series.get("rules"),
             replays=series.get("replays", []),
         ),

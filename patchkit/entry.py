@@ -1,20 +1,8 @@
-"""The ``patchkit`` command: a plain ``apply`` command line starts without click
-(``commands/quick.py``); every other one goes through typer (``cli.py``)."""
-
-import sys
+"""The ``patchkit`` command (the console script): every command line goes through ``cli`` — one
+parser (Typer/click), one crash handler."""
 
 
 def main() -> None:
-    try:
-        from patchkit.commands import quick
+    from patchkit.cli import main as run
 
-        code = quick.main(sys.argv[1:])
-    except KeyboardInterrupt:
-        from patchkit.commands.outcome import interrupted
-
-        sys.exit(interrupted())
-    if code is None:
-        from patchkit.cli import main as typed
-
-        typed()
-    sys.exit(code)
+    run()

@@ -6,6 +6,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # a gate or a verification failed
 EXIT_USAGE = 2  # bad input or usage
 EXIT_INCOMPLETE = 3  # an audit where a requested gate could not run (and nothing failed)
+EXIT_BUG = 4  # patchkit itself failed: an unexpected exception (cli/crash.py), never a verdict
 
 
 class UserError(Exception):

@@ -87,14 +87,16 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
     wiring = [
         "patchkit",
         "patchkit.cli",
+        "patchkit.cli.root",  # the Typer app, the verb -> module table, main
+        "patchkit.cli.options",  # the options verbs share, and invoke (a verb imports its command when run)
+        "patchkit.cli.conventions",
+        "patchkit.cli.crash",  # the one crash handler
+        *(f"patchkit.cli.{m}" for m in ("series", "target", "setup", "audit", "edit", "ci")),  # --help: all
         "patchkit.choices",  # the names the CLI and patchkit.toml accept alike (no imports of its own)
         "patchkit.commands",
-        "patchkit.commands.conventions",
-        "patchkit.commands.editverbs",  # the edit loop's Typer wiring (each verb imports its module when run)
-        "patchkit.commands.ci",  # `patchkit ci`'s Typer sub-app, likewise
-        "patchkit.entry",  # the console script: a plain `apply` line starts without click
-        "patchkit.commands.quick",  # its static option table, consulted before typer
-        "patchkit.commands.outcome",  # how a command's result becomes an exit code (shared by both paths)
+        "patchkit.entry",  # the console script
+        "patchkit.commands.outcome",  # how a command's result becomes an exit code
+        "patchkit.project",  # EDIT_DIR, the edit verbs' default (nothing else of it runs)
         "patchkit.console",
         "patchkit.errors",
     ]

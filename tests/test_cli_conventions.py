@@ -116,9 +116,7 @@ def test_explicit_outputs_replace_the_default_reports(tmp_path, monkeypatch):
 
 def test_argument_help_is_shown():
     result = runner.invoke(app, ["audit", "--help"])
-    assert re.search(r"\[SERIES_DIR\]\s+series dir \(default: \[series\]\.dir\)", result.output), (
-        result.output
-    )
+    assert re.search(r"\[SERIES_DIR\]\s+series dir \(default: \[series\]\.dir", result.output), result.output
     result = runner.invoke(app, ["report", "--help"])
     assert "audit result JSON files (shards are merged)" in result.output
 

@@ -254,7 +254,7 @@ def test_a_verb_with_subcommands_gets_the_habits_too():
     """A later verb built as a group of its own (``patchkit edit absorb ...``) is adopted whole."""
     import click
 
-    from patchkit.commands.conventions import Conventions
+    from patchkit.cli.conventions import Conventions
 
     leaf = click.Command("absorb", params=[click.Option(["--pin"]), click.Option(["--json"], help="w")])
     group = Conventions(commands={"edit": click.Group("edit", commands={"absorb": leaf})})

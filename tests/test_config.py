@@ -81,18 +81,22 @@ def test_path_and_git_targets_resolve_relative_paths(tmp_path: Path) -> None:
 
 
 def test_find_project_config_walks_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchkit.project import Project, find_config
+
     path = write(tmp_path, "")
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
-    assert config.find_project_config(deep) == path
+    assert find_config(deep) == path
     monkeypatch.chdir(deep)
-    assert config.find_project_config() == path
-    assert config.project_config().file == path
-    assert config.find_project_config(tmp_path.parent) is None or tmp_path.parent != tmp_path
+    assert Project.resolve().config_file == path
+    assert Project.resolve().config.file == path
+    assert find_config(tmp_path.parent) is None or tmp_path.parent != tmp_path
 
 
 def test_project_config_without_file_is_defaults(tmp_path: Path) -> None:
-    cfg = config.project_config(tmp_path)
+    from patchkit.project import Project
+
+    cfg = Project(tmp_path).config
     if cfg.file is None:  # unless some parent of tmp_path holds a patchkit.toml
         assert cfg.root == tmp_path and cfg.series.dir == tmp_path / "patches"
 

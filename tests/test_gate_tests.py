@@ -167,7 +167,8 @@ def test_xdist_only_where_it_can_spread_the_work():
 
 
 def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch, capsys):
-    from patchkit.commands.audit import Outputs, run
+    from patchkit.commands.audit import Options, run
+    from patchkit.project import Project
 
     calc = patch_text(
         file_diff("vllm/calc.py", CALC, CALC.replace("import os", "import os  # env")), trailers=SIGN
@@ -176,8 +177,9 @@ def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch
     (tmp_path / "patchkit.toml").write_text(f'[series]\nrules = "{FAKE_TREE / "domains.toml"}"\n')
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "a.json"
-    args = (series, None, base.root, "apply,tests", None, None, sys.executable, Outputs(json=out), None, "en")
-    assert run(*args, False, False) == 0
+    options = Options(series, "apply,tests", python=sys.executable, json_out=out)
+    args = (Project.resolve(base=base.root), options)
+    assert run(*args) == 0
     table = capsys.readouterr().err
     assert (
         "where the time went" in table and "tests.base-on-demand" in table and "tests.pytest.patch" in table
@@ -186,7 +188,7 @@ def test_a_cold_audit_prints_and_records_its_stages(tmp_path, cache, monkeypatch
     assert {"tests.base-on-demand", "tests.pytest.patch", "audit.gates", "audit.total"} <= set(names)
     assert "tests.pytest.base" not in names  # every test passed with the patch: no base side ran
 
-    assert run(*args, False, False) == 0  # warm: every gate cached, no pytest, no table
+    assert run(*args) == 0  # warm: every gate cached, no pytest, no table
     assert "where the time went" not in capsys.readouterr().err
     assert not [s for s in json.loads(out.read_text())["stages"] if s["name"].startswith("tests.")]
 

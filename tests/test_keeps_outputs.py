@@ -30,8 +30,8 @@ def _away_from_any_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.chdir(tmp_path)
 
 
-def _split(fixtures: Path, replays: list[Path], out: Path) -> tuple[int, str]:
-    return invoke("split", *map(str, replays), "--base", str(fixtures / "base"), "--out", str(out))
+def _split(fixtures: Path, replays: list[Path], out: Path, *more: str) -> tuple[int, str]:
+    return invoke("split", *map(str, replays), "--base", str(fixtures / "base"), "--out", str(out), *more)
 
 
 def _cli_with_file_limit(args: list[str], limit: int, cwd: Path) -> subprocess.CompletedProcess:
@@ -72,7 +72,7 @@ def test_item04_split_removes_only_files_it_wrote(fixtures: Path, tmp_path: Path
     mine = out / "0099-mine.patch"
     mine.write_text("my own notes\n")
     (out / ours[0]).unlink()  # a file of ours the user removed: no complaint
-    assert _split(fixtures, [fixtures / "replays/tangled-pkg.mbox"], out)[0] == 0
+    assert _split(fixtures, [fixtures / "replays/tangled-pkg.mbox"], out, "--replace")[0] == 0
     assert mine.read_text() == "my own notes\n"
     listed = (out / "series").read_text().split()
     assert all((out / name).is_file() for name in listed)
@@ -92,7 +92,7 @@ def test_item04_a_crashing_split_keeps_the_previous_series(
     monkeypatch.setattr(split_command, "prove", boom)
     (one,) = (fixtures / "replays/tangled-items").glob("0002-*.patch")  # a smaller series
     try:
-        code, _ = _split(fixtures, [one], out)
+        code, _ = _split(fixtures, [one], out, "--replace")
     except KeyboardInterrupt:
         code = 130
     assert code != 0
@@ -116,6 +116,7 @@ def test_item05_full_disk_split_keeps_the_previous_series(fixtures: Path, tmp_pa
         str(fixtures / "base"),
         "--out",
         str(out),
+        "--replace",
     ]
     proc = _cli_with_file_limit(args, 3000, tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.audit", "patchkit.runtime"),
     ("patchkit.report", "patchkit.pipelines"),
     ("patchkit.rebase", "patchkit.wheels", "patchkit.edit", "patchkit.interdiff"),
-    ("patchkit.config", "patchkit.output"),
+    ("patchkit.config", "patchkit.output", "patchkit.project"),
     ("patchkit.commands", "patchkit.cli", "patchkit.entry"),
 ]
 

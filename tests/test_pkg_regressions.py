@@ -39,8 +39,8 @@ def test_the_sdist_is_found_for_another_spelling_of_its_version(filename, versio
 def test_a_local_build_of_the_pin_applies_without_force(tmp_path, monkeypatch, installed):
     from patchkit.commands import apply as command
 
-    monkeypatch.setattr(command, "series_version", lambda series_dir: ("0.8.5", "patchkit.toml"))
-    note = command.check_version(SimpleNamespace(dist=SimpleNamespace(name="vllm", version=installed)),
+    monkeypatch.setattr(command, "series_version", lambda project, series_dir: ("0.8.5", "patchkit.toml"))
+    note = command.check_version(None, SimpleNamespace(dist=SimpleNamespace(name="vllm", version=installed)),
                                  tmp_path, force=False)  # fmt: skip
     assert installed.split("+")[1] in note
 

@@ -57,7 +57,7 @@ def kill_at(step: str, args: list[str], tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHKIT_PAUSE_AT": step}
     env["PATCHKIT_PAUSE_FILE"] = str(marker)
     proc = subprocess.Popen([sys.executable, "-m", "patchkit", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+                            stderr=subprocess.DEVNULL, cwd=tmp_path)  # fmt: skip
     deadline = time.monotonic() + 60
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -246,11 +246,12 @@ def test_a_split_killed_while_publishing_leaves_the_previous_series_whole(tmp_pa
             str(fixtures / "base"),
             "--out",
             str(out),
+            "--replace",  # a series is there: replaced, a copy kept in the state dir (of the cwd)
         ]
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     assert subprocess.run([sys.executable, "-m", "patchkit", *split("tangled.mbox")], env=env,
-                          capture_output=True).returncode == 0  # fmt: skip
+                          capture_output=True, cwd=tmp_path).returncode == 0  # fmt: skip
     previous = snapshot(out)
     kill_at("replace:1", split("tangled-pkg.mbox"), tmp_path)
     base = str(fixtures / "base")
@@ -260,6 +261,6 @@ def test_a_split_killed_while_publishing_leaves_the_previous_series_whole(tmp_pa
     )
     assert reader.returncode == 2 and "cut short" in reader.stderr and "Traceback" not in reader.stderr
     again = subprocess.run([sys.executable, "-m", "patchkit", *split("tangled.mbox")], env=env,
-                           capture_output=True, text=True)  # fmt: skip
+                           capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert snapshot(out) == previous  # rolled back first, then the same series: not a mix

@@ -10,7 +10,8 @@ from fixtures.audit.builder import FAKE_TREE, file_diff, patch_text, write_serie
 from typer.testing import CliRunner
 
 from patchkit.cli import app
-from patchkit.commands.apply import project_overlay_root, series_version
+from patchkit.commands.apply import series_version
+from patchkit.project import Project
 
 CALC = (FAKE_TREE / "vllm" / "calc.py").read_text()
 TOML = """[target]
@@ -40,10 +41,11 @@ def test_the_projects_pin_and_overlays_are_only_for_its_own_series(project, tmp_
     foreign = write_series(
         tmp_path / "foreign", {"0001-x.patch": patch_text(file_diff("x.py", None, "X = 1\n"))}
     )
-    assert series_version(project / "patches") == ("0.33.0", str(project / "patchkit.toml"))
-    assert project_overlay_root(project / "patches") == project
-    assert series_version(foreign) == (None, "")  # not "the pinned 0.33.0" of the project around it
-    assert project_overlay_root(foreign) is None  # the project's overlays/ are not added to it
+    here = Project(project)
+    assert series_version(here, project / "patches") == ("0.33.0", str(project / "patchkit.toml"))
+    assert here.overlay_root(project / "patches") == project
+    assert series_version(here, foreign) == (None, "")  # not "the pinned 0.33.0" of the project around it
+    assert here.overlay_root(foreign) is None  # the project's overlays/ are not added to it
 
 
 def test_audit_of_a_foreign_series_does_not_take_the_projects_pin(project, tmp_path):

@@ -97,13 +97,13 @@ def test_apply_accepts_a_local_build_of_the_pin_without_force(tmp_path, monkeypa
 
     from patchkit.commands import apply as command
 
-    monkeypatch.setattr(command, "series_version", lambda series_dir: ("0.8.5", "patchkit.toml"))
+    monkeypatch.setattr(command, "series_version", lambda project, series_dir: ("0.8.5", "patchkit.toml"))
     target = SimpleNamespace(dist=SimpleNamespace(name="vllm", version="0.8.5+cpu"))
-    note = command.check_version(target, tmp_path, force=False)
+    note = command.check_version(None, target, tmp_path, force=False)
     assert "matches the pin 0.8.5" in note and "+cpu" in note
     target.dist.version = "0.8.6"
     with pytest.raises(Exception, match="--force"):
-        command.check_version(target, tmp_path, force=False)
+        command.check_version(None, target, tmp_path, force=False)
 
 
 def test_names_are_normalised_as_pep_503_says():

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.commands.edit import show
+from patchkit.project import EDIT_DIR, Project
 
 
-def run(path: Path, dry_run: bool, into: str | None, signoff: bool, json_out: Path | None) -> int:
+@dataclass
+class Options:
+    path: Path = EDIT_DIR
+    dry_run: bool = False
+    into: str | None = None
+    signoff: bool = False
+    json_out: Path | None = None
+
+
+def run(project: Project, options: Options) -> int:
     from patchkit.edit.ops import absorb
 
-    return show(absorb(path, dry_run, into, signoff), json_out)
+    return show(absorb(options.path, options.dry_run, options.into, options.signoff), options.json_out)

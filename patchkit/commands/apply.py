@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import output
@@ -11,18 +12,27 @@ from patchkit.apply import plan as apply
 from patchkit.atomic import write_atomic
 from patchkit.console import verbosity
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
+from patchkit.project import Project
 from patchkit.txn import journal
 from patchkit.txn.lock import remove_if_idle, target_lock
 
 TARGETS = ("checkout", "site-packages")
 
 
-def resolve_series_dir(series_dir: Path | None) -> Path:
-    if series_dir is not None:
-        return series_dir
-    from patchkit.config import project_config
-
-    return project_config().series.dir
+@dataclass
+class Options:
+    series_dir: Path | None = None
+    target: str = "checkout"
+    path: Path | None = None
+    python: str | None = None
+    site_packages: Path | None = None
+    check: bool = False
+    reverse: bool = False
+    recover: bool = False
+    force: bool = False
+    json_out: Path | None = None
+    lock_timeout: float = 30
+    strict_index: bool = False
 
 
 def resolve_target(
@@ -46,7 +56,11 @@ def checkout_here(cwd: Path) -> Path:
     source tree (``vllm/__init__.py``) or a series patchkit applied (its state dir). An installed
     ``vllm`` (a ``*.dist-info`` beside it) is no checkout; nothing found is an error, never a guess."""
     for here in (cwd, *cwd.parents):
-        applied = (here / ".git" / "patchkit").is_dir() or (here / ".patchkit").is_dir()
+        # a .patchkit/ that holds apply's state (not a project's own state dir, project.STATE_DIR)
+        applied = (here / ".git" / "patchkit").is_dir() or any(
+            (here / ".patchkit" / name).exists()
+            for name in (apply.STATE_NAME, apply.BASE_DIR, journal.JOURNAL_NAME)
+        )
         if applied or (here / "vllm" / "__init__.py").is_file():
             if any(here.glob("vllm-*.dist-info")):
                 raise UserError(f"{here} is an installed vllm: pass --target site-packages "
@@ -66,25 +80,22 @@ def recover_note(target: apply.Target) -> None:
                               "check them, then run the command again")  # fmt: skip
 
 
-def series_version(series_dir: Path) -> tuple[str | None, str]:
+def series_version(project: Project, series_dir: Path) -> tuple[str | None, str]:
     """The vllm version the series is pinned to, and where that was read."""
     from patchkit.series.files import load_split_json
 
     series = load_split_json(series_dir)
     if series is not None and series.base.version:
         return series.base.version, str(series_dir / "split.json")
-    from patchkit.config import owns_series, project_config
-
-    config = project_config()
-    if owns_series(config, series_dir) and config.target is not None and config.target.version:
-        return config.target.version, str(config.file)
+    if project.owns(series_dir) and project.config.target is not None and project.config.target.version:
+        return project.config.target.version, str(project.config_file)
     return None, ""
 
 
-def check_version(target: apply.Target, series_dir: Path, force: bool) -> str:
+def check_version(project: Project, target: apply.Target, series_dir: Path, force: bool) -> str:
     if target.dist is None:
         return ""
-    pinned, where = series_version(series_dir)
+    pinned, where = series_version(project, series_dir)
     installed = target.dist.version
     if pinned is None:
         return f"series pin names no version; installed {installed} not checked"
@@ -99,15 +110,14 @@ def check_version(target: apply.Target, series_dir: Path, force: bool) -> str:
     return f"{reason}; applying anyway (--force)"
 
 
-def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,
-        site_packages: Path | None, check: bool, reverse: bool, recover: bool, force: bool,
-        json_out: Path | None, lock_timeout: float, strict_index: bool = False) -> int:  # fmt: skip
-    target = resolve_target(kind, path, python, site_packages)
+def run(project: Project, options: Options) -> int:
+    check, reverse, recover, json_out = options.check, options.reverse, options.recover, options.json_out
+    target = resolve_target(options.target, options.path, options.python, options.site_packages)
     output.info(f"target: {target.describe()}")
     report: dict = {"command": "apply", "target": target.to_dict(), "check": check, "reverse": reverse}
     # --check writes nothing, not even the lock file, when nothing was ever applied here
     lock = (contextlib.nullcontext() if check and not target.state_dir.exists()
-            else target_lock(target.state_dir, lock_timeout, target.describe()))  # fmt: skip
+            else target_lock(target.state_dir, options.lock_timeout, target.describe()))  # fmt: skip
     try:
         with lock:
             if check:
@@ -117,9 +127,9 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
             if recover:
                 report["action"] = "recovered"
             elif reverse:
-                _reverse(target, series_dir, check, force, report)
+                _reverse(target, options.series_dir, check, options.force, report)
             else:
-                _apply(resolve_series_dir(series_dir), target, check, force, report, strict_index,
+                _apply(project, project.series(options.series_dir), target, options, report,
                        hashes=json_out is not None or verbosity() > 0)  # fmt: skip
     except (UserError, CheckFailed):
         if not (check or reverse or recover):
@@ -132,14 +142,15 @@ def run(series_dir: Path | None, kind: str, path: Path | None, python: str | Non
     return EXIT_OK
 
 
-def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, report: dict,
-           strict_index: bool = False, hashes: bool = True) -> None:  # fmt: skip
+def _apply(project: Project, series_dir: Path, target: apply.Target, options: Options, report: dict,
+           hashes: bool = True) -> None:  # fmt: skip
     """``hashes``: each changed file's sha256 before and after, for ``--json`` and ``-v`` (the plain
     listing needs none)."""
     from patchkit.series.files import load_entries, load_overlays  # status does not read a series
 
+    check = options.check
     entries = load_entries(series_dir)
-    overlays = load_overlays(*[d for d in (series_dir, project_overlay_root(series_dir)) if d is not None])
+    overlays = load_overlays(*[d for d in (series_dir, project.overlay_root(series_dir)) if d is not None])
     identity = apply.series_identity(entries, overlays)
     report["series_dir"] = str(series_dir)
     state = apply.load_state(target)
@@ -152,9 +163,9 @@ def _apply(series_dir: Path, target: apply.Target, check: bool, force: bool, rep
         output.info(f"already applied: {len(entries)} patch(es) from {state['series_dir']}; nothing to do")
         report["action"] = "already-applied"
         return
-    if note := check_version(target, series_dir, force):
+    if note := check_version(project, target, series_dir, options.force):
         output.info(note)
-    plan = apply.plan_series(target, entries, overlays, strict_index)
+    plan = apply.plan_series(target, entries, overlays, options.strict_index)
     for name, rels in plan.skipped_by_patch.items():
         output.info(f"skipped (not part of the installed package): {name}: {', '.join(rels)}")
     for note in plan.warnings:
@@ -216,14 +227,6 @@ def _reverse(target: apply.Target, series_dir: Path | None, check: bool, force: 
         output.info(note)
     output.info(f"reversed the series from {state['series_dir']}: {len(plan.changes)} file(s) restored")
     report["action"] = "reversed"
-
-
-def project_overlay_root(series_dir: Path) -> Path | None:
-    """The project's root (its overlays/) when ``series_dir`` is the project's own series; else None."""
-    from patchkit.config import owns_series, project_config
-
-    config = project_config()
-    return config.root if owns_series(config, series_dir) else None
 
 
 def _files(plan: apply.Plan, hashes: bool = True) -> list[dict]:

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchkit import timing
 from patchkit.atomic import write_atomic
@@ -17,18 +18,19 @@ from patchkit.audit.gates.registry import GATES
 from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
 from patchkit.audit.verdict import exit_code
-from patchkit.base.tree import BaseTree
-from patchkit.commands.conventions import shown
+from patchkit.commands.outcome import shown
 from patchkit.commands.progress import AuditProgress
-from patchkit.config import ProjectConfig, load_config, owns_series, project_config
+from patchkit.config import ProjectConfig
 from patchkit.console import verbosity
 from patchkit.errors import UserError
+from patchkit.project import Project
 from patchkit.report import render_all
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
-from patchkit.values import Pin
 
-DEFAULT_REPORTS = Path("reports")
+if TYPE_CHECKING:
+    from patchkit.base.tree import BaseTree
+    from patchkit.values import Pin
 
 
 @dataclass
@@ -40,38 +42,58 @@ class Outputs:
     md: Path | None = None
     junit: Path | None = None
 
-    def resolved(self) -> Outputs:
+    def resolved(self, reports: Path, stem: str = "audit") -> Outputs:
+        """These, or the default reports ``reports/<stem>.json, .html, .md`` when none is named."""
         if any((self.json, self.html, self.md, self.junit)):
             return self
-        return Outputs(
-            DEFAULT_REPORTS / "audit.json", DEFAULT_REPORTS / "audit.html", DEFAULT_REPORTS / "audit.md"
-        )
+        return Outputs(reports / f"{stem}.json", reports / f"{stem}.html", reports / f"{stem}.md")
 
 
-def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates: str | None,
-        optional_gates: str | None, jobs: int | None, python: str | None, outputs: Outputs,
-        shard: str | None, lang: str, no_cache: bool, prepare_env: bool,
-        since: Path | None = None, select: str | None = None) -> int:  # fmt: skip
+@dataclass
+class Options:
+    series_dir: Path | None = None
+    gates: str | None = None
+    optional_gates: str | None = None
+    jobs: int | None = None
+    python: str | None = None
+    json_out: Path | None = None
+    html: Path | None = None
+    md: Path | None = None
+    junit: Path | None = None
+    shard: str | None = None
+    lang: str = "en"
+    no_cache: bool = False
+    since: Path | None = None
+    prepare_env: bool = False
+    select: str | None = None
+
+    @property
+    def outputs(self) -> Outputs:
+        return Outputs(self.json_out, self.html, self.md, self.junit)
+
+
+def run(project: Project, given: Options) -> int:
     started = time.perf_counter()
     timing.reset()
-    config = load_config(pin_file) if pin_file else project_config()
-    chosen = _gates(gates, config)
-    optional = _optional(optional_gates, config)
-    shard_spec = parse_shard(shard)
-    series_dir = series_dir or config.series.dir
+    config = project.config
+    chosen = _gates(given.gates, config)
+    optional = _optional(given.optional_gates, config)
+    shard_spec = parse_shard(given.shard)
+    series_dir = project.series(given.series_dir)
     if not (series_dir / "series").is_file():
         raise UserError("not a series directory (no 'series' file)", str(series_dir))
-    tree, pin = _base(base, pin_file, config, series_dir)
+    tree, pin = project.base(series_dir)
+    python, no_cache, select = given.python, given.no_cache, given.select
     options = AuditOptions(
         gates=chosen,
         optional=optional,
-        jobs=jobs or config.audit.jobs,
+        jobs=given.jobs or config.audit.jobs,
         use_cache=not no_cache,
         shard=shard_spec,
         # the imports gate imports for real only in an environment the user named (--python)
         settings={
             "tests": _test_settings(
-                python, config, tree, pin, not no_cache, prepare_env, _select(select, config)
+                python, config, tree, pin, not no_cache, given.prepare_env, _select(select, config)
             )
         }
         if "tests" in chosen or ("imports" in chosen and (python or config.audit.python))
@@ -85,11 +107,11 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
     timing.record("audit.total", time.perf_counter() - started, "all but writing the reports", started)
     result.stages = [s.to_dict() for s in timing.stages()]
-    if since is not None:
+    if given.since is not None:
         from patchkit.interdiff.since import changes_since
 
-        result.since = changes_since(since, result)
-    written = write_reports(result, outputs.resolved(), lang)
+        result.since = changes_since(given.since, result)
+    written = write_reports(result, given.outputs.resolved(project.reports_dir), given.lang)
     _print_summary(result, written, time.perf_counter() - started)
     if timing.was_cold(timing.stages()) or verbosity() > 0:
         _print_stages(timing.stages())
@@ -124,40 +146,6 @@ def _select(text: str | None, config: ProjectConfig) -> str:
     if chosen not in SELECTIONS:
         raise UserError(f"--select: {chosen!r} is not one of {', '.join(SELECTIONS)}")
     return chosen
-
-
-def _base(
-    base: Path | None, pin_file: Path | None, config: ProjectConfig, series_dir: Path
-) -> tuple[BaseTree, Pin]:
-    """--base, else --config, else the project's pin for its own series, else the series' split.json pin."""
-    from patchkit.base.pin import prepare_base, tree_hash
-
-    if base is not None and pin_file is not None:
-        raise UserError("give --base or --config, not both")
-    if base is not None:
-        tree = BaseTree(base)
-        return tree, Pin(source="path", path=str(tree.root), tree_hash=tree_hash(tree.root))
-    own_series = owns_series(config, series_dir)
-    pin = config.target if own_series or pin_file else _series_pin(series_dir)
-    if pin is None:
-        raise UserError(
-            "no base: pass --base DIR or --config patchkit.toml (the series is not this project's own "
-            "[series].dir, and its split.json names no usable base)"
-        )
-    return BaseTree(prepare_base(pin)), pin
-
-
-def _series_pin(series_dir: Path) -> Pin | None:
-    """The base the series was split or rebased against (split.json), when it can be prepared."""
-    from patchkit.series.files import load_split_json
-
-    series = load_split_json(series_dir)
-    if series is None:
-        return None
-    pin = series.base
-    if pin.source == "path" and not (pin.path and Path(pin.path).is_dir()):
-        return None
-    return pin
 
 
 def _test_settings(python: str | None, config: ProjectConfig, tree: BaseTree, pin: Pin, use_cache: bool,

@@ -8,19 +8,36 @@ import json
 import re
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import cache, output
 from patchkit.atomic import write_atomic
 from patchkit.errors import EXIT_OK, UserError
+from patchkit.project import Project
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def run(prune: bool, older_than: str | None, everything: bool, dry_run: bool, json_out: Path | None) -> int:
-    age = parse_age(older_than) if older_than is not None else None
+@dataclass
+class Options:
+    prune: bool = False
+    older_than: str | None = None
+    everything: bool = False
+    dry_run: bool = False
+    json_out: Path | None = None
+
+
+def run(project: Project, options: Options) -> int:
+    prune, everything, dry_run, json_out = (
+        options.prune,
+        options.everything,
+        options.dry_run,
+        options.json_out,
+    )
+    age = parse_age(options.older_than) if options.older_than is not None else None
     found = cache.entries()
-    root, mine = cache.cache_root(), cache.code_identity()
+    root, mine = project.cache_root, cache.code_identity()
     report: dict = {
         "command": "cache",
         "root": str(root),

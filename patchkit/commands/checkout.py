@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit.errors import EXIT_OK, UserError
+from patchkit.errors import EXIT_OK
+from patchkit.project import Project
 
 
-def run(pin_file: Path | None, dest: Path | None) -> int:
+@dataclass
+class Options:
+    dest: Path | None = None
+
+
+def run(project: Project, options: Options) -> int:
     from patchkit.base.pin import checkout
-    from patchkit.config import find_project_config, load_pin
 
-    config = pin_file or find_project_config()
-    if config is None:
-        raise UserError("no pin: pass --config FILE (no patchkit.toml found from here up)")
-    print(checkout(load_pin(config), dest))
+    print(checkout(project.require_pin(), options.dest))
     return EXIT_OK

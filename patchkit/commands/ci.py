@@ -4,33 +4,44 @@ balances by (``durations``)."""
 from __future__ import annotations
 
 import json
-import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
 
 from patchkit.errors import UserError
+from patchkit.project import Project
 
 
-def buildkite(series_dir: Path | None, pin_file: Path | None, base: Path | None, shards: int,
-              out: Path | None, queue: str | None, gpu_queue: str, install: str) -> int:  # fmt: skip
+@dataclass
+class BuildkiteOptions:
+    series_dir: Path | None
+    shards: int
+    out: Path | None
+    queue: str | None
+    gpu_queue: str
+    install: str
+
+
+@dataclass
+class DurationsOptions:
+    record: Path
+    out: Path | None
+
+
+def buildkite(project: Project, options: BuildkiteOptions) -> int:
     from patchkit.atomic import write_atomic
-    from patchkit.base.pin import prepare_base
-    from patchkit.base.tree import BaseTree
-    from patchkit.config import load_config, project_config
     from patchkit.output import info
     from patchkit.pipelines.buildkite import INSTALL, accelerator_tests, pipeline
     from patchkit.split.rules import load_rules
 
+    shards, out = options.shards, options.out
     if not 1 <= shards <= 256:
         raise UserError(f"--shards {shards}: expected 1..256")
-    config = load_config(pin_file) if pin_file else project_config()
-    series_dir = series_dir or config.series.dir
+    series_dir = project.series(options.series_dir)
     if not (series_dir / "series").is_file():
         raise UserError("not a series directory (no 'series' file)", str(series_dir))
-    tree = BaseTree(base if base is not None else prepare_base(config.target))  # the GPU steps' tests
-    gpu = accelerator_tests(series_dir, tree, load_rules(config.series.rules))
+    tree, _ = project.base(series_dir)  # the GPU steps' tests
+    gpu = accelerator_tests(series_dir, tree, load_rules(project.config.series.rules))
+    install, queue, gpu_queue = options.install, options.queue, options.gpu_queue
     text = (
         json.dumps(pipeline(str(series_dir), shards, gpu, install or INSTALL, queue, gpu_queue), indent=2)
         + "\n"
@@ -43,11 +54,12 @@ def buildkite(series_dir: Path | None, pin_file: Path | None, base: Path | None,
     return 0
 
 
-def durations(record: Path, out: Path | None) -> int:
+def durations(project: Project, options: DurationsOptions) -> int:
     from patchkit.atomic import write_atomic
     from patchkit.output import info
     from patchkit.testrun.testplan import DURATIONS_FILE, TESTS_KEY, durations_from, tests_from
 
+    record, out = options.record, options.out
     try:
         data = json.loads(record.read_text("utf-8"))
     except (OSError, ValueError) as exc:
@@ -62,48 +74,3 @@ def durations(record: Path, out: Path | None) -> int:
     info(f"wrote {target}: {len(found)} test file(s) and test(s), {sum(found.values()):.0f} s recorded; "
          f"the test ids of {len(listed)} slow file(s)")  # fmt: skip
     return 0
-
-
-# --------------------------------------------------------------------------- wiring (cli.py adds it)
-
-ci_app = typer.Typer(help="CI pipelines for the audit, and the durations --shard balances by.")
-_CONFIG = typer.Option("--config", help="patchkit.toml whose [target] is the base")
-
-
-def _invoke(fn, *args) -> None:
-    """A user error is one line and its exit code, as for every other verb."""
-    try:
-        code = fn(*args)
-    except UserError as exc:
-        print(f"patchkit: error: {exc.line()}", file=sys.stderr)
-        raise typer.Exit(exc.exit_code) from None
-    raise typer.Exit(code)
-
-
-@ci_app.command("buildkite")
-def ci_buildkite(
-    series_dir: Annotated[Optional[Path], typer.Argument(help="series dir (default: [series].dir)")] = None,
-    pin: Annotated[Optional[Path], _CONFIG] = None,
-    base: Annotated[Optional[Path], typer.Option(help="base source tree (default: the pinned base)")] = None,
-    shards: Annotated[int, typer.Option(help="test shards (--shard I/N steps)")] = 4,
-    out: Annotated[Optional[Path], typer.Option(help="write the pipeline JSON here (else stdout)")] = None,
-    queue: Annotated[Optional[str], typer.Option(help="agents queue of the shard and report steps")] = None,
-    gpu_queue: Annotated[str, typer.Option(help="agents queue of the GPU steps")] = "gpu",
-    install: Annotated[
-        str,
-        typer.Option(
-            help="the step's install command (default: vllm-patchkit at $PATCHKIT_GIT@$PATCHKIT_REV)"
-        ),
-    ] = "",
-) -> None:
-    """A Buildkite pipeline: a step per test shard, a GPU step per patch, the report merge."""
-    _invoke(buildkite, series_dir, pin, base, shards, out, queue, gpu_queue, install)
-
-
-@ci_app.command("durations")
-def ci_durations(
-    record: Annotated[Path, typer.Argument(help="an audit JSON with the tests gate")],
-    out: Annotated[Optional[Path], typer.Option(help="default: <series dir>/test-durations.json")] = None,
-) -> None:
-    """Write the test durations of an audit record, which --shard balances by."""
-    _invoke(durations, record, out)

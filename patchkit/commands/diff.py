@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import output
 from patchkit.commands.edit import write_json
 from patchkit.errors import EXIT_OK
+from patchkit.project import Project
 
 
-def run(old: str, new: str, repo: Path | None, interdiff: bool, json_out: Path | None) -> int:
+@dataclass
+class Options:
+    old: str
+    new: str
+    repo: Path | None = None
+    interdiff: bool = False
+    json_out: Path | None = None
+
+
+def run(project: Project, options: Options) -> int:
     from patchkit.interdiff.compare import compare, load_side
+
+    old, new, repo, interdiff, json_out = (
+        options.old,
+        options.new,
+        options.repo,
+        options.interdiff,
+        options.json_out,
+    )
 
     rows = compare(load_side(old, repo), load_side(new, repo))
     for row in rows:

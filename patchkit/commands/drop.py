@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.commands.edit import show
+from patchkit.project import EDIT_DIR, Project
 
 
-def run(patch: str, path: Path, json_out: Path | None) -> int:
+@dataclass
+class Options:
+    patch: str
+    path: Path = EDIT_DIR
+    json_out: Path | None = None
+
+
+def run(project: Project, options: Options) -> int:
     from patchkit.edit.ops import drop
 
-    return show(drop(path, patch), json_out)
+    return show(drop(options.path, options.patch), options.json_out)

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import output
 from patchkit.atomic import write_atomic
-from patchkit.commands.conventions import json_stdout, json_target
+from patchkit.commands.outcome import json_stdout, json_target
 from patchkit.errors import EXIT_OK, UserError
+from patchkit.project import EDIT_DIR, Project
 
 
-def run(
-    series: Path | None, path: Path, base: Path | None, pin_file: Path | None, json_out: Path | None
-) -> int:
+@dataclass
+class Options:
+    series: Path | None = None  # default: the project's series dir
+    path: Path = EDIT_DIR
+    json_out: Path | None = None
+
+
+def run(project: Project, options: Options) -> int:
     from patchkit.edit import worktree
 
+    path, json_out = options.path, options.json_out
     if (path / ".git" / worktree.META).is_file():
         with worktree.lock(path):  # and a change a crash cut short finished or undone, said
             note = worktree.recover(path)
@@ -24,11 +32,10 @@ def run(
             work, made = worktree.load(path), False
             lines = worktree.describe(work)
     else:
-        if series is None:
-            raise UserError("give the series dir: patchkit edit SERIES --path DIR")
-        from patchkit.commands.split import resolve_base
-
-        tree, _ = resolve_base(base, pin_file)
+        series = project.series(options.series)
+        if not (series / "series").is_file():
+            raise UserError("not a series directory (no 'series' file)", str(series))
+        tree, _ = project.base(series)
         work, made = worktree.create(series, path, tree.root)
         lines = worktree.describe(work)
     output.info(("made " if made else "already there, nothing overwritten: ") + lines[0])

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.commands.edit import show
+from patchkit.project import EDIT_DIR, Project
 
 
-def run(patch: str, after: str, path: Path, json_out: Path | None) -> int:
+@dataclass
+class Options:
+    patch: str
+    after: str
+    path: Path = EDIT_DIR
+    json_out: Path | None = None
+
+
+def run(project: Project, options: Options) -> int:
     from patchkit.edit.ops import move
 
-    return show(move(path, patch, after), json_out)
+    return show(move(options.path, options.patch, options.after), options.json_out)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 STDOUT = "-"
+SCRATCH_PREFIX = "patchkit-json-"  # the scratch dir of ``--json -`` (cli/conventions.py)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 INTERRUPTED = "patchkit: interrupted (Ctrl-C); a command that writes leaves its target as before"
 
@@ -61,3 +62,11 @@ def call(fn, *args, json_out: Path | None = None) -> int:
         if json_out is not None and not any(str(p) in exc.line() for p in (json_out, json_out.resolve())):
             write_error(json_out, exc)
         return exc.exit_code
+
+
+def shown(path: Path) -> str:
+    """How a command names an output file it wrote: ``-`` (stdout) for the scratch file of ``--json -``."""
+    import tempfile
+
+    stdout = path.name == "out.json" and path.parent.name.startswith(SCRATCH_PREFIX)
+    return f"{STDOUT} (stdout)" if stdout and path.parent.parent == Path(tempfile.gettempdir()) else str(path)

@@ -1,25 +1,34 @@
 """``patchkit pin``: write or update ``[target]`` in patchkit.toml, the hash taken from the index.
 
 Like ``uv add`` / ``pip hash``: ``patchkit pin vllm==0.33.0`` asks the package index (PEP 691) for
-the sdist's sha256; ``--git URL REV`` resolves REV to a full commit id; ``--path DIR`` pins a tree.
-The file is edited as text: comments and every other table stay as they were.
+the sdist's sha256; ``git+URL@REV`` (or ``--git URL REV``) resolves REV to a full commit id; a
+directory (or ``--path DIR``) pins a tree — any form ``project.parse_pin`` reads. The file is edited
+as text: comments and every other table stay as they were.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import output
 from patchkit.errors import EXIT_OK, UserError
+from patchkit.project import CONFIG_NAME, PinSpec, Project, parse_pin
 
-CONFIG_NAME = "patchkit.toml"
+
+@dataclass
+class Options:
+    spec: str | None = None
+    git: tuple[str, str] | None = None  # the older spelling of git+URL@REV
+    path: Path | None = None  # the older spelling of a directory as SPEC
+    file: Path | None = None  # --config: the toml to edit
 
 
-def run(spec: str | None, git: list[str] | None, path: Path | None, config: Path | None) -> int:
-    target = _target(spec, git, path)
-    file = config or _project_file()
+def run(project: Project, options: Options) -> int:
+    target = _target(options.spec, options.git, options.path)
+    file = options.file or project.config_file or project.cwd / CONFIG_NAME
     old = file.read_text("utf-8") if file.is_file() else ""
     file.write_text(with_target(old, target), encoding="utf-8")
     from patchkit.config import load_config
@@ -34,42 +43,20 @@ def run(spec: str | None, git: list[str] | None, path: Path | None, config: Path
     return EXIT_OK
 
 
-def _project_file() -> Path:
-    from patchkit.config import find_project_config
-
-    return find_project_config() or Path.cwd() / CONFIG_NAME
-
-
-def _target(spec: str | None, git: list[str] | None, path: Path | None) -> dict[str, str]:
+def _target(spec: str | None, git: tuple[str, str] | None, path: Path | None) -> dict[str, str]:
     given = [x for x in (spec, git, path) if x]
     if len(given) != 1:
-        raise UserError("give one of NAME==VERSION, --git URL REV or --path DIR")
+        raise UserError("give one of NAME==VERSION, git+URL@REV, a directory, --git URL REV or --path DIR")
     if path is not None:
         if not path.is_dir():
             raise UserError(f"--path {path}: not a directory")
-        return {"name": "vllm", "source": "path", "path": str(path.resolve())}
-    if git is not None:
-        url, rev = git
-        return {"name": "vllm", "source": "git", "url": url, "rev": _full_rev(url, rev)}
-    match = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([0-9A-Za-z.+!_-]+)\s*", spec or "")
-    if not match:
-        raise UserError(f"{spec!r}: expected NAME==VERSION, e.g. vllm==0.33.0")
-    from patchkit.base.package_index import sdist_sha256
-
-    name, version = match.groups()
-    _, sha256 = sdist_sha256(name, version)
-    return {"name": name, "source": "index", "version": version, "sha256": sha256}
-
-
-def _full_rev(url: str, rev: str) -> str:
-    if re.fullmatch(r"[0-9a-fA-F]{40}", rev):
-        return rev.lower()
-    from patchkit import git
-
-    found = git.ls_remote(url, rev)
-    if found is None:
-        raise UserError(f"--git {url} {rev}: no such branch or tag (give a 40-hex commit id)")
-    return found
+        named = PinSpec("path", str(path), path=path)
+    elif git is not None:
+        named = PinSpec("git", " ".join(git), url=git[0], rev=git[1])
+    else:
+        named = parse_pin(spec or "", "SPEC")
+    pin = named.pin()
+    return {k: v for k, v in pin.to_dict().items() if v is not None and k != "tree_hash"}
 
 
 def with_target(text: str, target: dict[str, str]) -> str:

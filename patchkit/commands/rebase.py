@@ -23,6 +23,7 @@ from patchkit.atomic import write_atomic
 from patchkit.base.tree import BaseTree
 from patchkit.diff.hunks import diffstat, render_diff
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.project import Project
 from patchkit.rebase import publish, state, worktree
 from patchkit.rebase.merge import Rebaser, SourceSeries, load_source, rebased_series
 from patchkit.rebase.outcome import PatchOutcome, RebaseReport, describe_pin, print_summary
@@ -61,10 +62,26 @@ class Job:
         return Rebaser(self.source, self.old_tree, self.new_tree, labels)
 
 
-def run(series_dir: Path | None, to_pin: Path | None, to_base: Path | None, from_pin: Path | None,
-        from_base: Path | None, out: Path, cont: bool, abort: bool,
-        json_out: Path | None, accept_delete: bool = False) -> int:  # fmt: skip
+@dataclass
+class Options:
+    series_dir: Path | None = None
+    to: str | None = None  # a pin in any form (project.parse_pin)
+    to_base: Path | None = None
+    from_: str | None = None
+    from_base: Path | None = None
+    out: Path = Path("rebase-out")
+    continue_: bool = False
+    abort: bool = False
+    json_out: Path | None = None
+    accept_delete: bool = False
+
+
+def run(project: Project, options: Options) -> int:
     started = time.perf_counter()
+    series_dir, to_pin, to_base, from_pin, from_base = (options.series_dir, options.to, options.to_base,
+                                                        options.from_, options.from_base)  # fmt: skip
+    out, cont, abort, json_out = options.out, options.continue_, options.abort, options.json_out
+    accept_delete = options.accept_delete
     if cont and abort:
         raise UserError("give --continue or --abort, not both")
     out = Path(os.path.abspath(out))
@@ -75,7 +92,7 @@ def run(series_dir: Path | None, to_pin: Path | None, to_base: Path | None, from
     if state.load(out) is not None:
         raise UserError("a rebase is in progress here: run with --continue or --abort", str(out / STATE_DIR))
     state.remove_leftovers(out)
-    series_dir = series_dir or _default_series_dir()
+    series_dir = project.series(series_dir)
     if os.path.lexists(out) and not out.is_dir():
         raise UserError("--out is not a directory", str(out))
     if out.is_dir() and out.resolve() == series_dir.resolve():
@@ -84,8 +101,8 @@ def run(series_dir: Path | None, to_pin: Path | None, to_base: Path | None, from
     source = load_source(series_dir)
     if to_pin is None and to_base is None:
         raise UserError("no new base: pass --to PIN or --to-base DIR")
-    new_tree, new_pin = _tree(to_base, to_pin, "--to")
-    old_tree, old_pin = _old_tree(source, from_base, from_pin, series_dir)
+    new_tree, new_pin = project.tree(to_base, to_pin, "--to")
+    old_tree, old_pin = _old_tree(project, source, from_base, from_pin, series_dir)
     if out.is_dir():
         publish.refuse_foreign(out, [sp.filename for sp in source.patches] + list(OWN_FILES))
     report = RebaseReport(str(series_dir), str(out), old_pin, new_pin)
@@ -354,18 +371,10 @@ def _dump(path: Path, record: dict) -> None:
     write_atomic(path, _json(record))
 
 
-def _tree(base: Path | None, pin_file: Path | None, flag: str) -> tuple[BaseTree, Pin]:
-    from patchkit.commands.split import resolve_base
-
-    if base is None and pin_file is None:
-        raise UserError(f"no base: pass {flag} PIN or {flag}-base DIR")
-    return resolve_base(base, pin_file)
-
-
-def _old_tree(source: SourceSeries, base: Path | None, pin_file: Path | None,
+def _old_tree(project: Project, source: SourceSeries, base: Path | None, pin: str | None,
               series_dir: Path) -> tuple[BaseTree, Pin]:  # fmt: skip
-    if base is not None or pin_file is not None:
-        return _tree(base, pin_file, "--from")
+    if base is not None or pin is not None:
+        return project.tree(base, pin, "--from")
     pin = source.base
     if pin is None:
         raise UserError("the series has no split.json base pin: pass --from PIN or --from-base DIR",
@@ -375,9 +384,3 @@ def _old_tree(source: SourceSeries, base: Path | None, pin_file: Path | None,
     from patchkit.base.pin import prepare_base
 
     return BaseTree(prepare_base(pin)), pin
-
-
-def _default_series_dir() -> Path:
-    from patchkit.config import project_config
-
-    return project_config().series.dir

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.commands.edit import show
+from patchkit.project import EDIT_DIR, Project
 
 
-def run(patch: str, path: Path, signoff: bool, json_out: Path | None) -> int:
+@dataclass
+class Options:
+    patch: str
+    path: Path = EDIT_DIR
+    signoff: bool = False
+    json_out: Path | None = None
+
+
+def run(project: Project, options: Options) -> int:
     from patchkit.edit.ops import refresh
 
-    return show(refresh(path, patch, signoff), json_out)
+    return show(refresh(options.path, options.patch, options.signoff), options.json_out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.audit.engine import merge_results
@@ -10,19 +11,29 @@ from patchkit.audit.model import AuditResult
 from patchkit.audit.verdict import decide_record, exit_code
 from patchkit.console import verbosity
 from patchkit.errors import UserError
+from patchkit.project import Project
 from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
 from patchkit.report.terminal import print_summary
 from patchkit.report.words import fill_decided, fill_words
 
 
-def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | None, lang: str | None) -> int:
-    lang = lang or default_lang()
+@dataclass
+class Options:
+    results: list[Path]
+    html: Path | None = None
+    md: Path | None = None
+    junit: Path | None = None
+    lang: str | None = None
+
+
+def run(project: Project, options: Options) -> int:
+    lang = options.lang or default_lang()
     if lang not in LANGS:
         raise UserError(f"unknown language {lang!r} (choose from {', '.join(LANGS)})")
-    merged = merge([load(path) for path in results])
+    merged = merge([load(path) for path in options.results])
     fill_decided(merged)  # merged shards are decided again (merge_results); their reasons need words
-    render_all(merged, html=html, md=md, junit=junit, lang=lang)
+    render_all(merged, html=options.html, md=options.md, junit=options.junit, lang=lang)
     if verbosity() >= 0:
         print_summary(merged, lang)
     else:  # -q: the result only

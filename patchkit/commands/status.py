@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import output
@@ -12,16 +13,29 @@ from patchkit.apply import sitepackages
 from patchkit.atomic import write_atomic
 from patchkit.commands.apply import recover_note, resolve_target
 from patchkit.errors import EXIT_FAILED, EXIT_OK
+from patchkit.project import Project
 from patchkit.txn.lock import target_lock
 
 
-def run(series_dir: Path | None, kind: str, path: Path | None, python: str | None,
-        site_packages: Path | None, json_out: Path | None, lock_timeout: float) -> int:  # fmt: skip
-    target = resolve_target(kind, path, python, site_packages)
+@dataclass
+class Options:
+    series_dir: Path | None = None  # compared with what is applied when given (no default: optional)
+    target: str = "checkout"
+    path: Path | None = None
+    python: str | None = None
+    site_packages: Path | None = None
+    json_out: Path | None = None
+    lock_timeout: float = 30
+
+
+def run(project: Project, options: Options) -> int:
+    series_dir, json_out = options.series_dir, options.json_out
+    target = resolve_target(options.target, options.path, options.python, options.site_packages)
     output.info(f"target: {target.describe()}")
     output.detail(f"state dir: {target.state_dir}{'' if target.state_dir.exists() else ' (none yet)'}")
     # nothing ever applied here: read-only, and no state dir is created (a reversed target stays clean)
-    lock = (target_lock(target.state_dir, lock_timeout, target.describe()) if target.state_dir.exists()
+    applied_here = target.state_dir.exists()
+    lock = (target_lock(target.state_dir, options.lock_timeout, target.describe()) if applied_here
             else contextlib.nullcontext())  # fmt: skip
     with lock:
         if target.state_dir.exists():

@@ -5,51 +5,56 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import output
 from patchkit.atomic import write_atomic
 from patchkit.base.archive import sha256_file
-from patchkit.commands.apply import project_overlay_root, resolve_series_dir
-from patchkit.config import load_pin, owns_series, project_config
 from patchkit.errors import EXIT_FAILED, EXIT_OK, UserError
+from patchkit.project import Project
 from patchkit.report.i18n import default_lang, message_text
 from patchkit.values import Message, Pin
 from patchkit.wheels import build, source, verify
 
 
-def run(
-    series_dir: Path | None,
-    pin_file: Path | None,
-    out: Path | None,
-    name: str | None,
-    version: str | None,
-    audit_file: Path | None,
-    verify_wheel: Path | None,
-    json_out: Path | None,
-    strict_index: bool,
-) -> int:
-    if verify_wheel is not None:
-        if any(v is not None for v in (out, name, version, pin_file)):
+@dataclass
+class Options:
+    series_dir: Path | None = None
+    out: Path | None = None
+    name: str | None = None
+    version: str | None = None
+    audit: Path | None = None
+    verify: Path | None = None
+    json_out: Path | None = None
+    strict_index: bool = False
+
+
+def run(project: Project, options: Options) -> int:
+    series_dir, out, name, version = options.series_dir, options.out, options.name, options.version
+    audit_file, json_out = options.audit, options.json_out
+    if options.verify is not None:
+        named_pin = project.config_option is not None or project.pin_option is not None
+        if any(v is not None for v in (out, name, version)) or named_pin:
             raise UserError(
                 "--verify WHEEL takes only a SERIES dir and --audit (the provenance names the rest)"
             )
-        return _verify(verify_wheel, series_dir, json_out, audit_file)
+        return _verify(project, options.verify, series_dir, json_out, audit_file)
     if out is None:
         raise UserError("patchkit wheel needs --out DIR (or --verify WHEEL)")
-    series_dir = resolve_series_dir(series_dir)
-    entries, overlays = _load_series(series_dir)
-    pin = _pin(pin_file, series_dir)
+    series_dir = project.series(series_dir)
+    entries, overlays = _load_series(project, series_dir)
+    pin = _pin(project, series_dir)
     request = build.Request(
         pin,
-        _label(series_dir),
+        _label(project, series_dir),
         entries,
         overlays,
         name,
         version,
         _audit(audit_file, entries, pin) if audit_file else None,
         build.source_date_epoch(),
-        strict_index,
+        options.strict_index,
     )
     wheel = source.fetch(pin)
     lang = default_lang()
@@ -94,15 +99,16 @@ def run(
     return EXIT_OK
 
 
-def _verify(wheel: Path, series_dir: Path | None, json_out: Path | None, audit_file: Path | None) -> int:
+def _verify(project: Project, wheel: Path, series_dir: Path | None, json_out: Path | None,
+            audit_file: Path | None) -> int:  # fmt: skip
     if not wheel.is_file():
         raise UserError(f"{wheel}: no such wheel file")
     if audit_file is not None and not audit_file.is_file():
         raise UserError(f"{audit_file}: no such audit JSON")
 
     def load(named: str) -> tuple[str, list, list]:
-        found = series_dir if series_dir is not None else _named_series(named)
-        return str(found), *_load_series(found)
+        found = series_dir if series_dir is not None else _named_series(project, named)
+        return str(found), *_load_series(project, found)
 
     audit = (lambda entries, pin: _audit(audit_file, entries, pin)) if audit_file is not None else None
     result = verify.verify(wheel, load, source.fetch, audit)
@@ -147,45 +153,39 @@ def _result(line: str) -> None:
     print(line)
 
 
-def _load_series(series_dir: Path) -> tuple[list, list]:
+def _load_series(project: Project, series_dir: Path) -> tuple[list, list]:
     from patchkit.series.files import load_entries, load_overlays
 
     if not (series_dir / "series").is_file():
         raise UserError("not a series directory (no 'series' file)", str(series_dir))
-    overlay_dirs = [d for d in (series_dir, project_overlay_root(series_dir)) if d is not None]
+    overlay_dirs = [d for d in (series_dir, project.overlay_root(series_dir)) if d is not None]
     return load_entries(series_dir), load_overlays(*overlay_dirs)
 
 
-def _pin(pin_file: Path | None, series_dir: Path) -> Pin:
-    """--pin, else the project's pin for its own series, else the series' split.json pin."""
-    if pin_file is not None:
-        return load_pin(pin_file)
-    config = project_config()
-    if owns_series(config, series_dir) and config.target is not None:
-        return config.target
-    from patchkit.series.files import load_split_json
-
-    series = load_split_json(series_dir)
-    if series is not None and series.base.source == "index":
-        return series.base
-    raise UserError(
-        "no pin: pass --config patchkit.toml (the series is not this project's own [series].dir, "
-        "and its split.json names no package-index base)"
-    )
+def _pin(project: Project, series_dir: Path) -> Pin:
+    """The pin that speaks for the series (``Project.pin``); a wheel is the package index's."""
+    pin = project.pin(series_dir)
+    if pin is None or (pin.source != "index" and not project.owns(series_dir)
+                       and project.config_option is None and project.pin_option is None):  # fmt: skip
+        raise UserError(
+            "no pin: pass --config patchkit.toml (the series is not this project's own [series].dir, "
+            "and its split.json names no package-index base)"
+        )
+    return pin
 
 
-def _label(series_dir: Path) -> str:
+def _label(project: Project, series_dir: Path) -> str:
     """The series dir as the provenance names it: relative to the root of the project it is in
     (found from the series, not the cwd: the same wheel from any directory), else as from the cwd."""
-    config = project_config(series_dir)
-    root = (config.root if config.file is not None else project_config().root).resolve()
+    around = Project(series_dir)
+    root = (around.root if around.config_file is not None else project.root).resolve()
     resolved = series_dir.resolve()
     return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
 
 
-def _named_series(named: str) -> Path:
+def _named_series(project: Project, named: str) -> Path:
     path = Path(named)
-    found = path if path.is_absolute() else project_config().root / path
+    found = path if path.is_absolute() else project.root / path
     if not (found / "series").is_file():
         raise UserError(
             f"the series the provenance names ({named}) is not here; pass its directory as SERIES"

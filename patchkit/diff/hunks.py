@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from patchkit import git
 from patchkit.diff.model import FilePatch, Hunk
+from patchkit.diff.splice import splice
 
 NO_NEWLINE = "\\ No newline at end of file"
 
@@ -133,6 +134,8 @@ def apply_file_patch(old: bytes | None, fp: FilePatch) -> bytes | None:
     """The file's new bytes (None when the patch deletes it); raises HunkMismatch."""
     if fp.binary:
         raise ValueError(f"{fp.path}: binary patches are not supported")
+    if old is not None and not fp.is_deleted and (spliced := splice(old, fp.hunks)) is not None:
+        return spliced  # every hunk where it says: on the bytes (diff/splice.py), the same result
     lines = split_lines(old) if old is not None else []
     lines = apply_hunks(lines, fp.hunks, fp.path)
     if fp.is_deleted:

@@ -1,4 +1,4 @@
-"""What every command does alike, applied in one place to whatever ``cli.py`` registers, so a new
+"""What every command does alike, applied in one place to whatever ``cli/`` registers, so a new
 verb gets it by being registered: ``-h``/``--help``, ``-q``/``-v``, ``--json -`` (the JSON on
 stdout, the human lines moved to stderr), ``--config FILE`` for the project's patchkit.toml (the
 older ``--pin`` kept as a hidden alias), Ctrl-C as one line and exit 130."""
@@ -13,16 +13,7 @@ import click
 from typer.core import TyperGroup
 
 from patchkit.choices import GATE_NAMES
-from patchkit.commands.outcome import (  # noqa: F401 (re-exported: the names every command used)
-    EXIT_INTERRUPTED,
-    INTERRUPTED,
-    REAL_STDOUT,
-    STDOUT,
-    interrupted,
-    json_stdout,
-    json_target,
-    write_error,
-)
+from patchkit.commands.outcome import REAL_STDOUT, SCRATCH_PREFIX, STDOUT
 from patchkit.console import set_verbosity, verbosity
 
 
@@ -51,7 +42,6 @@ HELP_OPTIONS = ["-h", "--help"]
 CONFIG_OPTION = "--config"  # patchkit.toml, or a pin file of its form ([target])
 CONFIG_ALIASES = ("--pin",)  # the same file under its older name: accepted, not shown
 JSON_OPTION = "--json"
-SCRATCH_PREFIX = "patchkit-json-"
 STDOUT_HELP = " ('-': stdout)"
 
 
@@ -151,11 +141,3 @@ def _emit(scratch: Path, out) -> None:
             out.flush()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def shown(path: Path) -> str:
-    """How a command names an output file it wrote: ``-`` (stdout) for the scratch file of ``--json -``."""
-    import tempfile
-
-    stdout = path.name == "out.json" and path.parent.name.startswith(SCRATCH_PREFIX)
-    return f"{STDOUT} (stdout)" if stdout and path.parent.parent == Path(tempfile.gettempdir()) else str(path)
