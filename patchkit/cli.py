@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import click
 import typer
 
-from patchkit.choices import GATE_NAMES, LANGS, SELECTIONS, TARGETS
+from patchkit.choices import COLOR_MODES, GATE_NAMES, LANGS, SELECTIONS, TARGETS
 from patchkit.commands.conventions import (
     HELP_OPTIONS,
     Conventions,
@@ -41,6 +41,11 @@ def _version(value: bool) -> None:
 
 _QUIET = typer.Option("-q", "--quiet", count=True, show_default=False, help="print less (every command)")
 _VERBOSE = typer.Option("-v", "--verbose", count=True, show_default=False, help="print more (every command)")
+_COLOR = typer.Option(
+    "--color",
+    click_type=click.Choice(COLOR_MODES),
+    help="when to use colour (auto: on a terminal, unless NO_COLOR is set)",
+)
 # the project's patchkit.toml (or a pin file of its form); conventions.py keeps --pin as its alias
 _CONFIG = typer.Option("--config", help="patchkit.toml whose [target] is the base")
 
@@ -53,11 +58,13 @@ def _main(
     ] = False,
     quiet: Annotated[int, _QUIET] = 0,
     verbose: Annotated[int, _VERBOSE] = 0,
+    color: Annotated[Optional[str], _COLOR] = None,
 ) -> None:
     """Split, apply and audit downstream patch sets for vLLM."""
-    from patchkit.console import set_verbosity
+    from patchkit.ui.console import set_color, set_verbosity
 
     set_verbosity(verbose - quiet)  # a command's own -q/-v add to this
+    set_color(color or "auto")  # a command's own --color wins
 
 
 def _run(fn, *args, json_out: Path | None = None) -> None:

@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
         "patchkit.git",
         "patchkit.cache",
         "patchkit.console",
+        "patchkit.ui.console",
         "patchkit.atomic",
         "patchkit.timing",
         "patchkit.tmpdir",
@@ -36,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.audit", "patchkit.runtime"),
     ("patchkit.report", "patchkit.pipelines"),
     ("patchkit.rebase", "patchkit.wheels", "patchkit.edit", "patchkit.interdiff"),
-    ("patchkit.config", "patchkit.output"),
+    ("patchkit.config", "patchkit.output", "patchkit.ui"),
     ("patchkit.commands", "patchkit.cli", "patchkit.entry"),
 ]
 
