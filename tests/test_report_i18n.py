@@ -25,7 +25,7 @@ from patchkit.report.html import render_html
 from patchkit.report.i18n import catalogue, localise, message_text, reason_texts, summary_text
 from patchkit.report.junit import render_junit
 from patchkit.report.markdown import render_markdown
-from patchkit.report.terminal import print_summary
+from patchkit.ui.summary import print_audit
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
 from patchkit.values import Message, Pin
@@ -116,8 +116,8 @@ def test_zh_report_of_real_gate_results_has_no_english_gate_sentence(audited):
         assert not re.search(r"\b(gate|reason|dco\.commit|tests\.part)\.[a-z-]+", text)  # no raw key
     assert "没有 Signed-off-by（作者 Ada Dev &lt;ada@example.org&gt;）" in render_html(record, "zh")
     console = Console(file=io.StringIO(), width=200)
-    print_summary(record, "zh", console)
-    assert "0001-calc.patch: dco 未通过：1 个提交中有 1 个缺少作者的 Signed-off-by" in console.file.getvalue()
+    print_audit(record, "zh", console=console)
+    assert "0001-calc.patch：dco 未通过：1 个提交中有 1 个缺少作者的 Signed-off-by" in console.file.getvalue()
 
 
 def test_english_render_of_a_message_is_the_recorded_summary(audited):

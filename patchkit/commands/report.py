@@ -8,12 +8,11 @@ from pathlib import Path
 from patchkit.audit.engine import merge_results
 from patchkit.audit.model import AuditResult
 from patchkit.audit.verdict import decide_record, exit_code
-from patchkit.console import verbosity
 from patchkit.errors import UserError
 from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
-from patchkit.report.terminal import print_summary
 from patchkit.report.words import fill_decided, fill_words
+from patchkit.ui.summary import print_audit
 
 
 def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | None, lang: str | None) -> int:
@@ -23,10 +22,7 @@ def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | N
     merged = merge([load(path) for path in results])
     fill_decided(merged)  # merged shards are decided again (merge_results); their reasons need words
     render_all(merged, html=html, md=md, junit=junit, lang=lang)
-    if verbosity() >= 0:
-        print_summary(merged, lang)
-    else:  # -q: the result only
-        print(f"verdict: {merged.verdict}")
+    print_audit(merged, lang, [str(p) for p in (html, md, junit) if p is not None])
     return exit_code(merged)
 
 
