@@ -86,11 +86,16 @@ def run(series_dir: Path | None, pin_file: Path | None, base: Path | None, gates
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
     timing.record("audit.total", time.perf_counter() - started, "all but writing the reports", started)
     result.stages = [s.to_dict() for s in timing.stages()]
+    outputs = outputs.resolved()
     if since is not None:
         from patchkit.interdiff.since import changes_since
 
         result.since = changes_since(since, result)
-    written = write_reports(result, outputs.resolved(), lang)
+    elif not result.shard:  # the last revision's record, beside the report or in the cache
+        from patchkit.interdiff.previous import since_last_revision
+
+        result.since = since_last_revision(result, outputs.json, use_cache=not no_cache) or {}
+    written = write_reports(result, outputs, lang)
     print_audit(result, lang, [shown(p) for p in written], time.perf_counter() - started)
     if timing.was_cold(timing.stages()) or verbosity() > 0:
         print_stages(timing.stages(), lang)

@@ -21,6 +21,10 @@ def run(results: list[Path], html: Path | None, md: Path | None, junit: Path | N
         raise UserError(f"unknown language {lang!r} (choose from {', '.join(LANGS)})")
     merged = merge([load(path) for path in results])
     fill_decided(merged)  # merged shards are decided again (merge_results); their reasons need words
+    if not merged.since and len(results) == 1:  # the prior revision audit kept beside the record
+        from patchkit.interdiff.previous import beside
+
+        merged.since = beside(results[0], merged) or {}
     render_all(merged, html=html, md=md, junit=junit, lang=lang)
     print_audit(merged, lang, [str(p) for p in (html, md, junit) if p is not None])
     return exit_code(merged)
