@@ -38,7 +38,7 @@ def test_the_environment_is_a_definition_list_not_python_reprs():
         "tests": {"interpreter": "/venv/bin/python", "torch": "2.13.0", "extra": {"cuda": False}},
     }
     html = render_html(_result(env), "en")
-    block = html[html.index("<dt>Environment") :][:3000]
+    block = html[html.index('<section id="environment"') :][:3000]
     assert "['" not in block and "{'" not in block and "': " not in block
     assert "<dt><code>series_patches</code></dt><dd>0001-a.patch, 0002-b.patch</dd>" in block
     assert "<dt><code>upstream_missing</code></dt><dd>none</dd>" in block

@@ -10,6 +10,7 @@ follow ``--lang``; colour and widths follow ``ui.console`` (not a terminal: noth
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -59,20 +60,49 @@ def print_audit(
     console.print()
     print_table(console, patch_table(result, lang))
     console.print()
-    runtime = result.environment.get("kind") == "runtime"
-    colon = t("punct.colon", lang)
-    for audit in result.patches:
-        if runtime:
+    if result.environment.get("kind") == "runtime":
+        for audit in result.patches:
             for line in target_lines(audit, lang):
                 console.print(line, markup=False)
-        if audit.verdict != "ready":  # what a table cell cannot say: why
-            for reason in reason_texts(audit, lang):
-                console.print(f"{audit.patch}{colon}{reason}", markup=False)
+    for line in reason_lines(result, lang):  # what a table cell cannot say: why
+        console.print(line, markup=False)
     if verbosity() > 0:
         for audit in result.patches:
             for line in gate_lines(audit, lang):
                 console.print(line, markup=False)
     console.print(result_line(result, lang, written, seconds, quiet=False), markup=False)
+
+
+def reason_lines(result: AuditResult, lang: str) -> list[str]:
+    """Why each patch is not ready; one reason several patches share (the same words but for their
+    numbers, e.g. "imports could not run here" on every patch) is one line naming them all, with
+    the numbers that differ between them left out ("…")."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    first: dict[str, int] = {}  # failures before what could not run
+    for audit in result.patches:
+        if audit.verdict == "ready":
+            continue
+        keys = (
+            [m.key for m in audit.reason_messages] if len(audit.reason_messages) == len(audit.reasons) else []
+        )
+        for index, reason in enumerate(reason_texts(audit, lang)):
+            shape = re.sub(r"\d+", "#", reason)
+            groups.setdefault(shape, []).append((audit.patch, reason))
+            failed = index < len(keys) and keys[index] in ("reason.failed", "reason.skipped-after-failure")
+            first.setdefault(shape, 0 if failed or not keys else 1)
+    colon, sep = t("punct.colon", lang), t("list.sep", lang)
+    lines = []
+    for _shape, members in sorted(groups.items(), key=lambda item: first[item[0]]):
+        names = list(dict.fromkeys(name for name, _ in members))
+        texts = [re.split(r"(\d+)", text) for _, text in members]
+        merged = "".join(parts[0] if len(set(parts)) == 1 else "…" for parts in zip(*texts))
+        who = (
+            names[0]
+            if len(names) == 1
+            else f"{sep.join(names)} ({t('ui.terminal.patch_count', lang, count=len(names))})"
+        )
+        lines.append(f"{who}{colon}{merged}")
+    return lines
 
 
 def head_lines(result: AuditResult, lang: str) -> list[str]:
