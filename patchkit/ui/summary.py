@@ -40,6 +40,8 @@ STYLE = {
 }
 BUCKET_STYLE = {"passed": "green", "failed": "red", "still-failing": "red", "could-not-run": "yellow"}
 SHORT_HASH = 12
+# a count in a sentence ("4 touched modules"), not a line number, a version or a hash
+COUNT = re.compile(r"(?<![\w/.:-])(\d{1,6})(?![\w/.:-])")
 
 
 def print_audit(
@@ -86,7 +88,7 @@ def reason_lines(result: AuditResult, lang: str) -> list[str]:
             [m.key for m in audit.reason_messages] if len(audit.reason_messages) == len(audit.reasons) else []
         )
         for index, reason in enumerate(reason_texts(audit, lang)):
-            shape = re.sub(r"\d+", "#", reason)
+            shape = COUNT.sub("#", reason)
             groups.setdefault(shape, []).append((audit.patch, reason))
             failed = index < len(keys) and keys[index] in ("reason.failed", "reason.skipped-after-failure")
             first.setdefault(shape, 0 if failed or not keys else 1)
@@ -94,12 +96,12 @@ def reason_lines(result: AuditResult, lang: str) -> list[str]:
     lines = []
     for _shape, members in sorted(groups.items(), key=lambda item: first[item[0]]):
         names = list(dict.fromkeys(name for name, _ in members))
-        texts = [re.split(r"(\d+)", text) for _, text in members]
+        texts = [COUNT.split(text) for _, text in members]
         merged = "".join(parts[0] if len(set(parts)) == 1 else "…" for parts in zip(*texts))
         who = (
             names[0]
             if len(names) == 1
-            else f"{sep.join(names)} ({t('ui.terminal.patch_count', lang, count=len(names))})"
+            else sep.join(names) + t("ui.terminal.patch_count", lang, count=len(names))
         )
         lines.append(f"{who}{colon}{merged}")
     return lines
