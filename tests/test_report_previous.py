@@ -58,6 +58,24 @@ def test_the_replaced_record_is_kept_and_compared(tmp_path):
     assert again["patches"]["0001-spec-decode.patch"]["status"] == "changed"
 
 
+def test_a_change_in_the_first_file_of_a_patch_counts(tmp_path):
+    """An audit record's diff starts with its first file's ``diff --git`` line (no mail header): a
+    change there is a change (it was read as starting at the second file, so 0001 of the own series
+    showed "unchanged" after a real edit of its tests/test_envs.py)."""
+
+    def two_files(first_new: str) -> AuditResult:
+        result = _record()
+        result.patches[0].diff = file_diff("vllm/a.py", "x = 1\n", first_new) + file_diff(
+            "vllm/b.py", "y = 1\n", "y = 2\n"
+        )
+        return result
+
+    record = tmp_path / "audit.json"
+    _write(record, two_files("x = 2\n"))
+    since = since_last_revision(two_files("x = 3\n"), record, use_cache=False)
+    assert since["patches"]["0001-spec-decode.patch"]["status"] == "changed"
+
+
 def test_another_series_record_is_not_this_ones_previous_revision(tmp_path):
     record = tmp_path / "audit.json"
     other = _record()
