@@ -16,6 +16,7 @@ scales to a phone's width and prints as vectors. Colours come from CSS classes (
 from __future__ import annotations
 
 import math
+import unicodedata
 from html import escape
 
 from patchkit.audit.model import AuditResult, PatchAudit
@@ -164,34 +165,37 @@ def test_bars(result: AuditResult, title: str, words: dict[str, str], total_word
     if not rows:
         return ""
     height = 8 + BAR_ROW * len(rows) + 22
-    out = [
-        f'<svg class="bars test-bars" viewBox="0 0 {BAR_LEFT + BAR_WIDTH + 80} {height}" role="img" '
-        f'aria-labelledby="tests-t" xmlns="http://www.w3.org/2000/svg">'
-        f'<title id="tests-t">{escape(title)}</title>'
-    ]
+    body, legend_x = [], float(BAR_LEFT)
+    for bucket in BUCKETS:  # the legend, under the bars
+        if any(bucket in buckets for _, _, buckets in rows):
+            body.append(
+                f'<rect class="b-{bucket}" x="{legend_x:.0f}" y="{height - 17}" width="10" height="10"/>'
+            )
+            body.append(f'<text x="{legend_x + 14:.0f}" y="{height - 8}">{escape(words[bucket])}</text>')
+            legend_x += 24 + _text_width(words[bucket])
+    totals = max(_text_width(f"{sum(b.values())} {total_word}", 6.5) for _, _, b in rows)
     for index, (number, pa, buckets) in enumerate(rows):
         y, x, total = 8 + BAR_ROW * index, float(BAR_LEFT), sum(buckets.values())
-        out.append(f'<a href="#p{number}"><g class="bar-row" data-patch="{escape(pa.patch)}">')
-        out.append(f'<text class="num" x="{BAR_LEFT - 8}" y="{y + 13}" text-anchor="end">{number}</text>')
+        body.append(f'<a href="#p{number}"><g class="bar-row" data-patch="{escape(pa.patch)}">')
+        body.append(f'<text class="num" x="{BAR_LEFT - 8}" y="{y + 13}" text-anchor="end">{number}</text>')
         for bucket, count in buckets.items():
             width = BAR_WIDTH * count / total
-            out.append(
+            body.append(
                 f'<rect class="b-{bucket}" x="{x:.1f}" y="{y}" width="{width:.1f}" height="18">'
                 f"<title>{escape(pa.patch)}: {count} {escape(words[bucket])}</title></rect>"
             )
             x += width
-        out.append(
+        body.append(
             f'<text class="muted" x="{BAR_LEFT + BAR_WIDTH + 6}" y="{y + 13}">'
             f"{total} {escape(total_word)}</text></g></a>"
         )
-    x, y = float(BAR_LEFT), height - 8
-    for bucket in BUCKETS:
-        if any(bucket in buckets for _, _, buckets in rows):
-            out.append(f'<rect class="b-{bucket}" x="{x:.0f}" y="{y - 9}" width="10" height="10"/>')
-            out.append(f'<text x="{x + 14:.0f}" y="{y}">{escape(words[bucket])}</text>')
-            x += 24 + 7 * len(words[bucket])
-    out.append("</svg>")
-    return "".join(out)
+    width = max(BAR_LEFT + BAR_WIDTH + 12 + totals, legend_x)
+    head = (
+        f'<svg class="bars test-bars" viewBox="0 0 {width:.0f} {height}" role="img" '
+        f'aria-labelledby="tests-t" xmlns="http://www.w3.org/2000/svg">'
+        f'<title id="tests-t">{escape(title)}</title>'
+    )
+    return head + "".join(body) + "</svg>"
 
 
 def gate_bars(result: AuditResult, title: str, note) -> str:
@@ -201,22 +205,28 @@ def gate_bars(result: AuditResult, title: str, note) -> str:
     if not times:
         return ""
     most = max(total for total, _, _ in times.values()) or 1.0
-    left = 12 + 7 * max(len(name) for name in times)
+    left = 12 + max(_text_width(name) for name in times)
+    notes = {name: f"{total:.1f} s · {note(runs, cached)}" for name, (total, runs, cached) in times.items()}
+    width = left + BAR_WIDTH + 12 + max(_text_width(text, 6.5) for text in notes.values())
     height = 8 + BAR_ROW * len(times)
     out = [
-        f'<svg class="bars gate-bars" viewBox="0 0 {left + BAR_WIDTH + 190} {height}" role="img" '
+        f'<svg class="bars gate-bars" viewBox="0 0 {width:.0f} {height}" role="img" '
         f'aria-labelledby="gates-t" xmlns="http://www.w3.org/2000/svg">'
         f'<title id="gates-t">{escape(title)}</title>'
     ]
-    for index, (name, (total, runs, cached)) in enumerate(times.items()):
+    for index, (name, (total, _, _)) in enumerate(times.items()):
         y = 8 + BAR_ROW * index
         width = max(1.0, BAR_WIDTH * total / most)
         out.append(f'<g class="bar-row" data-gate="{escape(name)}">')
         out.append(f'<text x="{left - 8}" y="{y + 13}" text-anchor="end">{escape(name)}</text>')
         out.append(f'<rect class="gate-bar" x="{left}" y="{y}" width="{width:.1f}" height="18"/>')
         out.append(
-            f'<text class="muted" x="{left + width + 6:.1f}" y="{y + 13}">'
-            f"{total:.1f} s · {escape(note(runs, cached))}</text></g>"
+            f'<text class="muted" x="{left + width + 6:.1f}" y="{y + 13}">{escape(notes[name])}</text></g>'
         )
     out.append("</svg>")
     return "".join(out)
+
+
+def _text_width(text: str, px: float = 7.0) -> float:
+    """About how wide ``text`` is drawn at 12 px: a wide (CJK) character counts twice."""
+    return px * sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)

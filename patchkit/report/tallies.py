@@ -15,7 +15,8 @@ BUCKETS: dict[str, tuple[str, ...]] = {
     "still-failing": ("still-failing",),
     "could-not-run": ("could-not-run",),
     "skipped": ("skipped", "newly-skipped"),
-    "other": ("removed", "dropped", "flaky"),
+    "flaky": ("flaky",),  # failed with the patch, passed when run again: a finding, not a pass
+    "other": ("removed", "dropped"),
 }
 BUCKET_OF = {category: bucket for bucket, categories in BUCKETS.items() for category in categories}
 

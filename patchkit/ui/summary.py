@@ -38,7 +38,13 @@ STYLE = {
     "skim": "yellow",
     "skip": "dim",
 }
-BUCKET_STYLE = {"passed": "green", "failed": "red", "still-failing": "red", "could-not-run": "yellow"}
+BUCKET_STYLE = {
+    "passed": "green",
+    "failed": "red",
+    "still-failing": "red",
+    "could-not-run": "yellow",
+    "flaky": "magenta",
+}
 SHORT_HASH = 12
 # a count in a sentence ("4 touched modules"), not a line number, a version or a hash
 COUNT = re.compile(r"(?<![\w/.:-])(\d{1,6})(?![\w/.:-])")
