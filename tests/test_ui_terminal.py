@@ -206,3 +206,17 @@ def test_an_unknown_command_without_a_near_one_says_so_once():
     result = _patchkit("zzzzzz")
     assert result.returncode == 2 and "No such command 'zzzzzz'." in result.stderr
     assert "Did you mean" not in result.stderr
+
+
+def test_a_narrow_terminal_gets_a_card_per_patch_never_a_cut_name(tmp_path):
+    """80 columns hold no table of four gates, the tests and the priority: each patch becomes two
+    lines (name, verdict; each gate's sign, tests, priority), names whole, nothing past column 80."""
+    narrow = ANSI.sub("", _on_a_terminal("report", str(_record(tmp_path)), COLUMNS="80"))
+    lines = narrow.replace("\r", "").splitlines()
+    assert "✓ passed  ✗ failed  ! could not run  – skipped" in lines
+    assert f" 1 {LONG}  needs work" in lines and "…" not in narrow.split("✓ passed", 1)[1].split("\n\n")[0]
+    assert any(line.startswith("   apply ✓  ruff ✗  dco ✓  tests !") for line in lines)
+    cards = [line for line in lines if re.match(r" \d |   apply ", line)]
+    assert len(cards) == 4 and max(len(line) for line in cards[1:]) <= 80  # the long name's line may wrap
+    wide = ANSI.sub("", _on_a_terminal("report", str(_record(tmp_path)), COLUMNS="240"))
+    assert "✓ passed" not in wide and any(line.startswith("#   Patch") for line in wide.splitlines())

@@ -88,7 +88,7 @@ def print_table(console, table) -> None:
     """A rich table on ``console``; into a pipe or a log without colour, each line without the
     padding rich puts after its last cell (a log line ends where its text ends)."""
     if console.is_terminal or console.color_system is not None:
-        console.print(table)
+        console.print(table, soft_wrap=False)  # a table fits the terminal's width
         return
     with console.capture() as captured:
         console.print(table)

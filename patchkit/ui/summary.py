@@ -19,7 +19,7 @@ from patchkit.report.i18n import catalogue, reason_texts, summary_text, t
 from patchkit.report.since import since_lead
 from patchkit.report.tallies import gate_names, test_buckets
 from patchkit.report.words import runtime_word, target_counts, witness_lines
-from patchkit.ui.console import print_table, rich_console, verbosity
+from patchkit.ui.console import UNLIMITED, print_table, rich_console, verbosity
 
 STYLE = {
     "passed": "green",
@@ -45,6 +45,7 @@ BUCKET_STYLE = {
     "could-not-run": "yellow",
     "flaky": "magenta",
 }
+SIGN = {"passed": "✓", "failed": "✗", "could-not-run": "!", "skipped": "–"}  # a narrow terminal's cells
 SHORT_HASH = 12
 # a count in a sentence ("4 touched modules"), not a line number, a version or a hash
 COUNT = re.compile(r"(?<![\w/.:-])(\d{1,6})(?![\w/.:-])")
@@ -66,7 +67,14 @@ def print_audit(
     for line in head_lines(result, lang):
         console.print(line, markup=False)
     console.print()
-    print_table(console, patch_table(result, lang))
+    table = patch_table(result, lang)
+    wide = console.measure(table, options=console.options.update_width(UNLIMITED)).maximum
+    if console.is_terminal and wide > console.width:  # a terminal too narrow: a card per patch
+        console.print(legend(lang), markup=False)
+        for card in patch_cards(result, lang):
+            console.print(card)
+    else:
+        print_table(console, table)
     console.print()
     if result.environment.get("kind") == "runtime":
         for audit in result.patches:
@@ -147,7 +155,13 @@ def _is_hex(text: str) -> bool:
     return len(text) >= 20 and all(c in "0123456789abcdef" for c in text.lower())
 
 
+def legend(lang: str) -> str:
+    """What the signs of a compact table mean."""
+    return "  ".join(f"{sign} {t(f'ui.status.{status}', lang)}" for status, sign in SIGN.items())
+
+
 def patch_table(result: AuditResult, lang: str):
+    """One row per patch: verdict, a column per gate, tests, reading priority, since."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -187,6 +201,37 @@ def patch_table(result: AuditResult, lang: str):
             row.append(since_cell(result, audit, lang))
         table.add_row(*row)
     return table
+
+
+def patch_cards(result: AuditResult, lang: str) -> list:
+    """The table for a narrow terminal: per patch its name, verdict and what changed since the last
+    revision on one line, each gate's sign, its tests and its reading priority on the next."""
+    from rich.text import Text
+
+    runtime = result.environment.get("kind") == "runtime"
+    cards = []
+    for number, audit in enumerate(result.patches, 1):
+        head = Text(f"{number:>2} ")
+        head.append(audit.patch, style="bold")
+        head.append("  ")
+        head.append(t(f"ui.verdict.{audit.verdict}", lang), style=STYLE.get(audit.verdict, ""))
+        if result.since:
+            head.append("  ")
+            head.append_text(since_cell(result, audit, lang))
+        line = Text("   ")
+        for gate in audit.gates:
+            line.append(f"{gate.gate} ")
+            line.append(SIGN.get(gate.status, "?"), style=STYLE.get(gate.status, ""))
+            line.append("  ")
+        if test_buckets(audit):
+            line.append_text(tests_cell(audit, lang))
+            line.append("  ")
+        if runtime:
+            line.append(t("ui.runtime.target_count", lang, count=len(audit.targets)))
+        else:
+            line.append_text(priority_cell(audit, lang))
+        cards += [head, line]
+    return cards
 
 
 def tests_cell(audit: PatchAudit, lang: str):
