@@ -95,7 +95,6 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
         "patchkit.entry",  # the console script: a plain `apply` line starts without click
         "patchkit.commands.quick",  # its static option table, consulted before typer
         "patchkit.commands.outcome",  # how a command's result becomes an exit code (shared by both paths)
-        "patchkit.console",  # the old name of ui.console, kept for its importers
         "patchkit.ui",
         "patchkit.ui.console",  # -q/-v and --color
         "patchkit.errors",
