@@ -104,17 +104,8 @@ def test_a_damaged_prior_record_means_no_since(tmp_path):
 
 def _audit(tmp_path: Path, series: Path, base: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATCHKIT_CACHE": str(tmp_path / "cache")}
-    argv = [
-        sys.executable,
-        "-m",
-        "patchkit",
-        "audit",
-        str(series),
-        "--base",
-        str(base),
-        "--gates",
-        "apply,dco",
-    ]
+    gates = ["--gates", "apply,dco"]
+    argv = [sys.executable, "-m", "patchkit", "audit", str(series), "--base", str(base), *gates]
     return subprocess.run([*argv, *extra], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180)
 
 
