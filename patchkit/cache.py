@@ -30,6 +30,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from patchkit import __version__
+from patchkit.ui.console import verbosity
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
@@ -113,8 +114,10 @@ def file_lock(path: Path) -> Iterator[None]:
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        print(f"patchkit: waiting for the cache lock {path} (held by {lock_owner(path)})", file=sys.stderr,
-              flush=True)  # fmt: skip
+        owner = lock_owner(path)
+        if verbosity() > 0 or not owner.startswith("this run"):  # another thread of this run: -v only
+            print(f"patchkit: waiting for the cache lock {path} (held by {owner})", file=sys.stderr,
+                  flush=True)  # fmt: skip
         lock.acquire()
     try:
         with contextlib.suppress(OSError):  # only for the message of whoever waits

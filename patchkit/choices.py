@@ -7,3 +7,4 @@ GATE_NAMES = ("apply", "ruff", "lint", "imports", "dco", "tests")
 SELECTIONS = ("upstream", "affected")  # [audit] select / --select: the tests gate's selection
 LANGS = ("en", "zh")
 TARGETS = ("checkout", "site-packages")
+COLOR_MODES = ("auto", "always", "never")  # --color, as git and ruff spell it (patchkit/ui/console.py)

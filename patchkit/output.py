@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.console import rich_console, verbosity
+from patchkit.ui.console import rich_console, verbosity
 
 if TYPE_CHECKING:
     from patchkit.diff.model import Replay
@@ -105,7 +105,7 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
             info(f"  {step['step']}: {step.get('why', '')} -> {where}")
     prefixes = series.proof.get("prefixes")
     if prefixes:
-        info(
+        detail(
             f"prefixes: {prefixes['states']} state(s), {prefixes['files_checked']} file check(s) "
             f"({len(prefixes.get('dependents') or [])} untouched module(s) that use what a state removes), "
             f"{prefixes['imports_checked']} import(s) resolved; {len(prefixes['failures'])} failure(s), "
@@ -113,10 +113,9 @@ def split_summary(series: Series, replay: Replay, out: Path, seconds: float, exp
         )
     proof = series.proof
     verdict = "holds" if proof.get("ok") else "FAILS"
-    info(
-        f"proof {verdict}: base + series == base + replay over {proof.get('files_checked')} "
-        f"file(s) (tree sha256 {proof.get('series_tree_sha256', '')[:16]}); {seconds:.2f} s"
-    )
+    files = proof.get("files_checked")
+    info(f"proof {verdict}: base + series == base + replay over {files} file(s); {seconds:.2f} s")
+    detail(f"series tree sha256 {proof.get('series_tree_sha256', '')[:12]}")
 
 
 def explain_table(series: Series) -> None:

@@ -97,7 +97,8 @@ def test_hot_paths_load_only_what_they_use(tmp_path: Path) -> None:
         "patchkit.entry",  # the console script
         "patchkit.commands.outcome",  # how a command's result becomes an exit code
         "patchkit.project",  # EDIT_DIR, the edit verbs' default (nothing else of it runs)
-        "patchkit.console",
+        "patchkit.ui",
+        "patchkit.ui.console",  # -q/-v and --color
         "patchkit.errors",
     ]
     assert sorted(help_["patchkit_modules"]) == sorted(wiring)

@@ -138,13 +138,18 @@ def test_waiting_for_the_cache_lock_says_who_holds_it(cache_dir, capfd):
     )
 
 
-def test_a_wait_for_a_lock_this_run_holds_says_this_run(cache_dir, capfd):
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_a_wait_for_a_lock_this_run_holds_says_this_run(cache_dir, capfd, monkeypatch, verbose):
     """The cold main job's threads wait for each other's builds: the holder is "this run", not the
-    process's own pid as if it were somebody else."""
+    process's own pid as if it were somebody else; said only with -v (a thread of this very run
+    is not news on a default line)."""
     import os
     import threading
 
     from patchkit import cache
+    from patchkit.ui import console
+
+    monkeypatch.setattr(console, "_verbosity", verbose)
 
     held, release = threading.Event(), threading.Event()
 
@@ -161,6 +166,9 @@ def test_a_wait_for_a_lock_this_run_holds_says_this_run(cache_dir, capfd):
         pass
     thread.join(30)
     err = capfd.readouterr().err
+    if not verbose:
+        assert err == ""
+        return
     assert "(held by this run: another of its threads (gate-tests-1))" in err
     assert f"pid {os.getpid()}" not in err
 

@@ -94,7 +94,8 @@ def test_quiet_report_and_audit_print_the_result_only(tmp_path):
     )
     assert audited.exit_code == 0 and audited.output == f"verdict: ready; reports: {record}\n"
     reported = runner.invoke(app, ["report", str(record), "-q", "--html", str(tmp_path / "a.html")])
-    assert reported.exit_code == 0 and reported.output == "verdict: ready\n"
+    page = tmp_path / "a.html"  # the same result line as audit's: one presentation of one record
+    assert reported.exit_code == 0 and reported.output == f"verdict: ready; reports: {page}\n"
 
 
 def _json_verbs() -> list[str]:

@@ -204,11 +204,18 @@ def test_every_report_shows_each_gates_witness(tmp_path):
 
     from rich.console import Console
 
-    from patchkit.report.terminal import print_summary
+    from patchkit.ui.console import set_verbosity
+    from patchkit.ui.summary import print_audit
 
     console = Console(file=io.StringIO(), width=300)
-    print_summary(result, "en", console)
-    assert "0001-calc.patch Witness: apply: patchkit apply engine" in console.file.getvalue()
+    print_audit(result, "en", console=console)
+    assert "Witness" not in console.file.getvalue()  # the tools that ran: -v and the JSON
+    set_verbosity(1)
+    try:
+        print_audit(result, "en", console=console)
+    finally:
+        set_verbosity(0)
+    assert "    Witness: patchkit apply engine" in console.file.getvalue()
 
 
 def test_every_reader_of_a_record_gets_the_decided_verdicts(tmp_path):

@@ -220,7 +220,7 @@ def test_plain_progress_lines_for_logs(tmp_path):
     import io
 
     from patchkit.audit.model import ProgressEvent
-    from patchkit.commands.progress import AuditProgress
+    from patchkit.ui.progress import AuditProgress
 
     stream = io.StringIO()
     with AuditProgress(stream) as tell:

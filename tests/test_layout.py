@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
         "patchkit.proc",
         "patchkit.git",
         "patchkit.cache",
-        "patchkit.console",
+        "patchkit.ui.console",
         "patchkit.atomic",
         "patchkit.timing",
         "patchkit.tmpdir",
@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("patchkit.audit", "patchkit.runtime"),
     ("patchkit.report", "patchkit.pipelines"),
     ("patchkit.rebase", "patchkit.wheels", "patchkit.edit", "patchkit.interdiff"),
-    ("patchkit.config", "patchkit.output", "patchkit.project"),
+    ("patchkit.config", "patchkit.output", "patchkit.project", "patchkit.ui"),
     ("patchkit.commands", "patchkit.cli", "patchkit.entry"),
 ]
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from patchkit.cli import app
 from patchkit.cli.root import parse_and_run
 from patchkit.commands import apply as apply_command
-from patchkit.console import set_verbosity, verbosity
+from patchkit.ui.console import set_verbosity, verbosity
 
 FIXTURES = Path(__file__).parent / "fixtures" / "apply"
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from patchkit.cli import app
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-SHARED = {"-h", "--help", "-q", "--quiet", "-v", "--verbose"}
+SHARED = {"-h", "--help", "-q", "--quiet", "-v", "--verbose", "--color"}
 OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
@@ -71,6 +71,7 @@ def test_each_verbs_options_agree_with_its_help():
 def test_the_shared_habits_are_said_under_the_table():
     text = README.read_text("utf-8")
     after = " ".join(text[text.index("## Commands") :][:4000].split())
-    for habit in ("`-h`/`--help`", "`-q`/`--quiet`", "`-v`/`--verbose`", "`--json -`", "`--config FILE`",
+    for habit in ("`-h`/`--help`", "`-q`/`--quiet`", "`-v`/`--verbose`", "`--color auto|always|never`",
+                  "`NO_COLOR`", "`--json -`", "`--config FILE`",
                   "patchkit -V", "exit 130"):  # fmt: skip
         assert habit in after, habit

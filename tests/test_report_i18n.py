@@ -24,10 +24,10 @@ from patchkit.report.html import render_html
 from patchkit.report.i18n import catalogue, localise, message_text, reason_texts, summary_text
 from patchkit.report.junit import render_junit
 from patchkit.report.markdown import render_markdown
-from patchkit.report.terminal import print_summary
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
 from patchkit.testrun.testselect import ENV_RULES, SUMMARY_ORDER, Comparison, summary_message
+from patchkit.ui.summary import print_audit
 from patchkit.values import Message, Pin
 
 PACKAGE = Path(__file__).parent.parent / "patchkit"
@@ -116,8 +116,10 @@ def test_zh_report_of_real_gate_results_has_no_english_gate_sentence(audited):
         assert not re.search(r"\b(gate|reason|dco\.commit|tests\.part)\.[a-z-]+", text)  # no raw key
     assert "没有 Signed-off-by（作者 Ada Dev &lt;ada@example.org&gt;）" in render_html(record, "zh")
     console = Console(file=io.StringIO(), width=200)
-    print_summary(record, "zh", console)
-    assert "0001-calc.patch: dco 未通过：1 个提交中有 1 个缺少作者的 Signed-off-by" in console.file.getvalue()
+    print_audit(record, "zh", console=console)
+    shown = console.file.getvalue()  # the four patches share the reason: one line names them all
+    patches = "0001-calc.patch、0002-hub.patch、0003-calc.patch、0004-calc.patch（4 个补丁）"
+    assert f"{patches}：dco 未通过：1 个提交中有 1 个缺少作者的 Signed-off-by" in shown
 
 
 def test_english_render_of_a_message_is_the_recorded_summary(audited):

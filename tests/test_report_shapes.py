@@ -38,7 +38,7 @@ def test_the_environment_is_a_definition_list_not_python_reprs():
         "tests": {"interpreter": "/venv/bin/python", "torch": "2.13.0", "extra": {"cuda": False}},
     }
     html = render_html(_result(env), "en")
-    block = html[html.index("<dt>Environment") :][:3000]
+    block = html[html.index('<section id="environment"') :][:3000]
     assert "['" not in block and "{'" not in block and "': " not in block
     assert "<dt><code>series_patches</code></dt><dd>0001-a.patch, 0002-b.patch</dd>" in block
     assert "<dt><code>upstream_missing</code></dt><dd>none</dd>" in block
@@ -162,3 +162,32 @@ def test_one_upgrade_sentence_for_the_variables_read_on_one_line_range():
     assert upgrade.count("if you run with") == 1
     assert all(f"`{n}` '{60 * i}'" in upgrade for i, n in enumerate(names, 1))
     assert "(vllm/mod.py, lines 2–5)" in upgrade
+
+
+def test_files_are_listed_and_shown_in_the_guides_reading_order():
+    """The guide says contract, consumers, tests; the file list and the diffs below it read in that
+    order, not alphabetically (files the guide does not order come last, as the diff had them)."""
+    diff = "".join(
+        file_diff(path, "x = 1\n", "x = 2\n")
+        for path in ("vllm/a_user.py", "vllm/b_other.py", "vllm/envs.py")
+    )
+    order = [
+        {"path": "vllm/envs.py", "role": "contract", "why": {"en": "read first", "zh": "先读"}},
+        {"path": "vllm/a_user.py", "role": "consumer", "why": {"en": "then", "zh": "然后"}},
+    ]
+    files = [
+        {"path": p, "added": 1, "removed": 1} for p in ("vllm/a_user.py", "vllm/b_other.py", "vllm/envs.py")
+    ]
+    pa = PatchAudit(
+        patch="0001-x.patch", domain="core", title={"en": "x"}, gates=[], verdict="ready", reasons=[],
+        files=files, diff=diff, guide={"order": order},
+    )  # fmt: skip
+    html = render_html(AuditResult("series", Pin(source="path", path="/base"), [pa], "ready"), "en")
+    listed = re.search(r'<ul class="plain files">(.*?)</ul>', html, re.S).group(1)
+    assert re.findall(r"<code>(vllm/[a-z_]+\.py)</code>", listed) == [
+        "vllm/envs.py",
+        "vllm/a_user.py",
+        "vllm/b_other.py",
+    ]
+    shown = re.findall(r'<details class="file" id="p1-f\d+" open>\s*<summary><code>([^<]+)</code>', html)
+    assert shown == ["vllm/envs.py", "vllm/a_user.py", "vllm/b_other.py"]

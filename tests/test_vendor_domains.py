@@ -96,7 +96,9 @@ def test_the_split_of_a_vendor_replay_leaves_nothing_to_the_fallback(tmp_path, m
     replay = tmp_path / "acme.mbox"
     replay.write_text("".join(commits))
     out = tmp_path / "out"
-    result = runner.invoke(app, ["split", str(replay), "--base", str(base), "--out", str(out), "--root", "."])
+    result = runner.invoke(
+        app, ["split", str(replay), "--base", str(base), "--out", str(out), "--root", ".", "-v"]
+    )
     assert result.exit_code == 0, result.output
     record = json.loads((out / "split.json").read_text())
     added = {}

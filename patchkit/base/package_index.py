@@ -23,6 +23,7 @@ from urllib.request import url2pathname
 from patchkit import cache, pipconf, versions
 from patchkit.base.archive import CHUNK, sha256_file
 from patchkit.errors import CheckFailed, UserError
+from patchkit.ui.console import progress_enabled, rich_console, verbosity
 
 PYPI_SIMPLE = "https://pypi.org/simple/"
 _ACCEPT = ", ".join(
@@ -254,17 +255,17 @@ def platform_wheel(name: str, version: str) -> tuple[str, str, str]:
 
 def _chunks(response, total: int | None, label: str) -> Iterator[bytes]:
     """Read ``response`` in chunks, with a rich progress bar when stderr is a terminal."""
-    if not sys.stderr.isatty():
+    if not progress_enabled(sys.stderr):  # a log, a pipe, or -q
         size = f" ({total / 1e6:.1f} MB)" if total else ""
-        print(f"patchkit: downloading {label}{size}", file=sys.stderr, flush=True)
+        if verbosity() >= 0:
+            print(f"patchkit: downloading {label}{size}", file=sys.stderr, flush=True)
         while chunk := response.read(CHUNK):
             yield chunk
         return
-    from rich.console import Console
     from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
     columns = (*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+    with Progress(*columns, console=rich_console(stderr=True), transient=True) as progress:
         task = progress.add_task(label, total=total)
         while chunk := response.read(CHUNK):
             progress.advance(task, len(chunk))

@@ -12,9 +12,9 @@ from pathlib import Path
 import click
 from typer.core import TyperGroup
 
-from patchkit.choices import GATE_NAMES
+from patchkit.choices import COLOR_MODES, GATE_NAMES
 from patchkit.commands.outcome import REAL_STDOUT, SCRATCH_PREFIX, STDOUT
-from patchkit.console import set_verbosity, verbosity
+from patchkit.ui.console import set_color, set_verbosity, verbosity
 
 
 def gate_list(text: str | None) -> str | None:
@@ -53,6 +53,14 @@ class Conventions(TyperGroup):
         for command in self.commands.values():
             adopt(command)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:  # typer adds "Did you mean ...?", and click 8.4+ adds its own
+            if getattr(exc, "possibilities", None):
+                exc.message = exc.message.partition(" Did you mean ")[0]
+            raise
+
 
 def adopt(command: click.Command) -> None:
     for sub in command.commands.values() if isinstance(command, click.Group) else ():
@@ -64,7 +72,7 @@ def adopt(command: click.Command) -> None:
             _json_may_go_to_stdout(param)
         if {CONFIG_OPTION, *CONFIG_ALIASES} & set(param.opts):
             _one_config_name(param)
-    if not any("--quiet" in getattr(p, "opts", ()) for p in command.params):
+    if not any("--quiet" in getattr(p, "opts", ()) for p in command.params):  # -q, -v, --color
         command.params += verbosity_options()
 
 
@@ -75,7 +83,14 @@ def verbosity_options() -> list[click.Option]:
                      help="print less: errors and the result only"),
         click.Option(["-v", "--verbose"], count=True, expose_value=False, callback=_shift(+1),
                      help="print more: per-file detail, where the time went"),
+        click.Option(["--color"], type=click.Choice(COLOR_MODES), expose_value=False, callback=_color,
+                     help="when to use colour (auto: on a terminal, unless NO_COLOR is set)"),
     ]  # fmt: skip
+
+
+def _color(ctx: click.Context, param: click.Parameter, mode: str | None) -> None:
+    if mode:
+        set_color(mode)
 
 
 def _shift(sign: int):

@@ -7,11 +7,12 @@ the command line (``patchkit --help``, no verb or an unknown one import them all
 # No ``from __future__ import annotations`` here: typer reads the annotations of every command.
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import click
 import typer
 
+from patchkit.choices import COLOR_MODES
 from patchkit.cli.conventions import HELP_OPTIONS, Conventions
 from patchkit.commands.outcome import interrupted, write_error
 
@@ -58,11 +59,14 @@ def _main(
                                        help="print less (every command)")] = 0,
     verbose: Annotated[int, typer.Option("-v", "--verbose", count=True, show_default=False,
                                          help="print more (every command)")] = 0,
+    color: Annotated[Optional[str], typer.Option("--color", click_type=click.Choice(COLOR_MODES),
+                     help="when to use colour (auto: on a terminal, unless NO_COLOR is set)")] = None,
 ) -> None:  # fmt: skip
     """Split, apply and audit downstream patch sets for vLLM."""
-    from patchkit.console import set_verbosity
+    from patchkit.ui.console import set_color, set_verbosity
 
     set_verbosity(verbose - quiet)  # a command's own -q/-v add to this
+    set_color(color or "auto")  # a command's own --color wins
 
 
 def main() -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 from patchkit import output
 from patchkit.apply import plan as apply
 from patchkit.atomic import write_atomic
-from patchkit.console import verbosity
 from patchkit.errors import EXIT_OK, CheckFailed, UserError
 from patchkit.project import Project
 from patchkit.txn import journal
 from patchkit.txn.lock import remove_if_idle, target_lock
+from patchkit.ui.console import verbosity
 
 TARGETS = ("checkout", "site-packages")
 

@@ -19,14 +19,15 @@ from patchkit.audit.gates.tests import TestSettings
 from patchkit.audit.model import AuditResult
 from patchkit.audit.verdict import exit_code
 from patchkit.commands.outcome import shown
-from patchkit.commands.progress import AuditProgress
 from patchkit.config import ProjectConfig
-from patchkit.console import verbosity
 from patchkit.errors import UserError
 from patchkit.project import Project
 from patchkit.report import render_all
 from patchkit.report.words import fill_words
 from patchkit.split.rules import load_rules
+from patchkit.ui.console import verbosity
+from patchkit.ui.progress import AuditProgress
+from patchkit.ui.summary import print_audit, print_stages
 
 if TYPE_CHECKING:
     from patchkit.base.tree import BaseTree
@@ -100,21 +101,26 @@ def run(project: Project, given: Options) -> int:
         else {},
     )
     with (
-        AuditProgress() as tell,
+        AuditProgress(lang=given.lang) as tell,
         timing.stage("audit.gates", f"gates {','.join(chosen)}, jobs {options.jobs}"),
     ):
         options.progress = tell
         result = fill_words(run_audit(series_dir, tree, pin, load_rules(config.series.rules), options))
     timing.record("audit.total", time.perf_counter() - started, "all but writing the reports", started)
     result.stages = [s.to_dict() for s in timing.stages()]
+    outputs = given.outputs.resolved(project.reports_dir)
     if given.since is not None:
         from patchkit.interdiff.since import changes_since
 
         result.since = changes_since(given.since, result)
-    written = write_reports(result, given.outputs.resolved(project.reports_dir), given.lang)
-    _print_summary(result, written, time.perf_counter() - started)
+    elif not result.shard:  # the last revision's record, beside the report or in the cache
+        from patchkit.interdiff.previous import since_last_revision
+
+        result.since = since_last_revision(result, outputs.json, use_cache=not no_cache) or {}
+    written = write_reports(result, outputs, given.lang)
+    print_audit(result, given.lang, [shown(p) for p in written], time.perf_counter() - started)
     if timing.was_cold(timing.stages()) or verbosity() > 0:
-        _print_stages(timing.stages())
+        print_stages(timing.stages(), given.lang)
     return exit_code(result)
 
 
@@ -188,63 +194,3 @@ def write_reports(result: AuditResult, outputs: Outputs, lang: str) -> list[Path
     if outputs.html or outputs.md or outputs.junit:
         render_all(result, html=outputs.html, md=outputs.md, junit=outputs.junit, lang=lang)
     return written
-
-
-def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    from patchkit.report.terminal import STYLE, short_witness
-
-    console = Console(highlight=False, soft_wrap=True)
-    reports = ", ".join(map(shown, written))
-    if verbosity() < 0:  # -q: the result only
-        console.print(f"verdict: {result.verdict}; reports: {reports}", markup=False)
-        return
-    gates = [g.gate for g in result.patches[0].gates] if result.patches else []
-    table = Table(
-        title=f"audit of {result.series_dir}" + (f" (shard {result.shard})" if result.shard else "")
-    )
-    for column in ("patch", "verdict", *gates):
-        table.add_column(column)
-    for pa in result.patches:
-        cells = [Text(g.status + (" (cached)" if g.cached else ""), style=STYLE[g.status]) for g in pa.gates]
-        table.add_row(Text(pa.patch), Text(pa.verdict, style=STYLE[pa.verdict]), *cells)
-    console.print(table)
-    for pa in result.patches:
-        for g in pa.gates:
-            witness = short_witness(g, "en")
-            console.print(f"{pa.patch} {g.gate}: {g.status}{' [cached]' if g.cached else ''} - {g.summary}"
-                          f" [witness: {witness}]", markup=False)  # fmt: skip
-    for pa in result.patches:
-        if pa.verdict != "ready" or any(g.status == "could-not-run" for g in pa.gates):
-            for reason in pa.reasons:
-                console.print(f"{pa.patch}: {pa.verdict}: {reason}", markup=False)
-    if result.since:  # audit --since: what changed since the last audited revision
-        from patchkit.report.since import since_lead, since_patch
-
-        console.print(since_lead(result, "en"), markup=False)
-        for pa in result.patches:
-            if since_patch(result, pa.patch, "en"):
-                console.print(f"{pa.patch}: {since_patch(result, pa.patch, 'en')}", markup=False)
-    console.print(f"verdict: {result.verdict}; reports: {reports}; {seconds:.1f} s",
-                  markup=False)  # fmt: skip
-
-
-def _print_stages(records: list[timing.Stage]) -> None:
-    """Where a (partly) cold run spent its time; stages that ran in parallel overlap."""
-    from rich.table import Table
-
-    from patchkit.console import rich_console
-
-    table = Table(title="where the time went (wall seconds; gates run in parallel, so stages overlap)")
-    for column, justify in (("stage", "left"), ("detail", "left"), ("start", "right"), ("seconds", "right")):
-        table.add_column(column, justify=justify)
-    for s in records:
-        if s.name != "tests.materialise":
-            table.add_row(s.name, s.detail, f"{s.start:.1f}", f"{s.seconds:.1f}")
-    for name, count, seconds in timing.totals(records):
-        if count > 1:
-            table.add_row(f"{name} (all)", f"{count} runs", "", f"{seconds:.1f}")
-    rich_console(stderr=True).print(table)

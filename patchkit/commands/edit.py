@@ -85,8 +85,9 @@ def show(outcome, json_out: Path | None) -> int:
     if outcome.dry_run:
         output.info("dry run: nothing changed")
     elif checks is not None:
-        output.info(
-            f"rewrote {', '.join(outcome.changed) or 'nothing'}; proof: {checks.proof_files} file(s) equal; "
+        rewrote = ", ".join(outcome.changed) or "nothing"
+        output.info(f"rewrote {rewrote}; proof: {checks.proof_files} file(s) equal")
+        output.detail(
             f"git witness: tree {checks.witness_tree[:12]} = work tree commit {checks.head_tree[:12]}; "
             f"prefixes: {checks.prefix_states} state(s), {len(checks.prefix_failures)} failure(s)"
         )

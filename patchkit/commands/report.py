@@ -9,13 +9,12 @@ from pathlib import Path
 from patchkit.audit.engine import merge_results
 from patchkit.audit.model import AuditResult
 from patchkit.audit.verdict import decide_record, exit_code
-from patchkit.console import verbosity
 from patchkit.errors import UserError
 from patchkit.project import Project
 from patchkit.report import render_all, validate
 from patchkit.report.i18n import LANGS, default_lang
-from patchkit.report.terminal import print_summary
 from patchkit.report.words import fill_decided, fill_words
+from patchkit.ui.summary import print_audit
 
 
 @dataclass
@@ -33,11 +32,12 @@ def run(project: Project, options: Options) -> int:
         raise UserError(f"unknown language {lang!r} (choose from {', '.join(LANGS)})")
     merged = merge([load(path) for path in options.results])
     fill_decided(merged)  # merged shards are decided again (merge_results); their reasons need words
+    if not merged.since and len(options.results) == 1:  # the prior revision audit kept beside the record
+        from patchkit.interdiff.previous import beside
+
+        merged.since = beside(options.results[0], merged) or {}
     render_all(merged, html=options.html, md=options.md, junit=options.junit, lang=lang)
-    if verbosity() >= 0:
-        print_summary(merged, lang)
-    else:  # -q: the result only
-        print(f"verdict: {merged.verdict}")
+    print_audit(merged, lang, [str(p) for p in (options.html, options.md, options.junit) if p is not None])
     return exit_code(merged)
 
 

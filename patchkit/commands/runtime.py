@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit.audit.model import AuditResult
 from patchkit.audit.verdict import exit_code
 from patchkit.commands.audit import Outputs, write_reports
 from patchkit.errors import UserError
@@ -53,7 +52,10 @@ def run(project: Project, given: Options) -> int:
         project.reports_dir, "runtime"
     )
     written = write_reports(result, outputs, given.lang)
-    _print_summary(result, written, time.perf_counter() - started)
+    from patchkit.commands.outcome import shown
+    from patchkit.ui.summary import print_audit
+
+    print_audit(result, given.lang, [shown(p) for p in written], time.perf_counter() - started)
     return exit_code(result)
 
 
@@ -67,32 +69,3 @@ def _interpreter(python: str) -> str:
     if resolved is None or not Path(resolved).is_file():
         raise UserError(f"--python {python}: no such interpreter")
     return str(Path(resolved).absolute())  # the probe runs in a scratch directory
-
-
-def _print_summary(result: AuditResult, written: list[Path], seconds: float) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    from patchkit.report.terminal import STYLE
-
-    console = Console(highlight=False, soft_wrap=True)
-    gates = list(dict.fromkeys(g.gate for p in result.patches for g in p.gates))
-    pin = result.base.version or result.base.rev or result.base.path or "?"
-    table = Table(title=f"runtime patches of {result.series_dir} against vLLM {pin}")
-    for column in ("module", "targets", "verdict", *gates):
-        table.add_column(column)
-    for pa in result.patches:
-        cells = [Text(g.status, style=STYLE[g.status]) for g in pa.gates]
-        table.add_row(Text(pa.patch), str(len(pa.targets)), Text(pa.verdict, style=STYLE[pa.verdict]), *cells)
-    console.print(table)
-    for pa in result.patches:
-        for target in pa.targets:
-            where = f" ({target.defined_in})" if target.defined_in else ""
-            line = target.lines[0] if target.lines else 0
-            console.print(f"{pa.patch}:{line}: {target.status}: {target.target}{where}", markup=False)
-    counts = ", ".join(f"{k} {v}" for k, v in result.environment.get("counts", {}).items())
-    console.print(f"targets: {counts}", markup=False)
-    console.print(
-        f"verdict: {result.verdict}; reports: {', '.join(map(str, written))}; {seconds:.1f} s", markup=False
-    )

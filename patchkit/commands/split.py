@@ -136,11 +136,11 @@ def run(project: Project, options: Options) -> int:
         write_atomic(json_out, record)
     output.split_summary(result.series, replay, out, time.perf_counter() - started, options.explain)
     if witnessed.ran:
-        output.info(f"git witness: replay tree {witnessed.replay_tree}, series tree "
-                    f"{witnessed.series_tree}, patchkit tree {witnessed.patchkit_tree}")  # fmt: skip
+        trees = (witnessed.replay_tree[:12], witnessed.series_tree[:12], witnessed.patchkit_tree[:12])
+        output.detail("git witness: replay tree {}, series tree {}, patchkit tree {}".format(*trees))
     else:
         output.info(f"git witness could not run: {witnessed.reason}")
-    output.info(f"prefix check: {prefixes.seconds:.2f} s, undefined names: {prefixes.undefined_names}")
+    output.detail(f"prefix check: {prefixes.seconds:.2f} s, undefined names: {prefixes.undefined_names}")
     for record in prefixes.replay_findings:
         output.info(f"finding of the replay (its own final state has it too): {problem_text(record)}")
     if not proof.ok or not prefixes.ok:

@@ -88,8 +88,10 @@ def _sides(directory: Path) -> list[Side]:
 
 
 def normalise(text: str) -> list[str]:
-    start = text.find("\ndiff --git ")
-    body = text[start + 1 :] if start >= 0 else text
+    """A patch's diff without its mail header, signature, index lines and line numbers. ``text`` is a
+    patch file (a header first) or a bare diff (an audit record's), whose first file counts too."""
+    start = 0 if text.startswith("diff --git ") else text.find("\ndiff --git ") + 1  # none: 0, all of it
+    body = text[start:]
     end = body.rfind("\n-- \n")
     body = body[: end + 1] if end >= 0 else body
     lines = []

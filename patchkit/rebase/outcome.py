@@ -80,7 +80,7 @@ def describe_pin(pin: Pin) -> str:
 def print_summary(report: RebaseReport, seconds: float) -> None:
     from rich.table import Table
 
-    from patchkit.console import rich_console
+    from patchkit.ui.console import rich_console
 
     console = rich_console()
     console.print(

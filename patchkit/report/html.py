@@ -22,8 +22,9 @@ from patchkit.diff.filediff import parse_diff
 from patchkit.errors import UserError
 from patchkit.guide import PRE_IMAGE_KINDS
 from patchkit.report.i18n import LANGS, catalogue, localise, reason_texts, summary_text, t
-from patchkit.report.pictures import label_grid, series_graph
+from patchkit.report.pictures import gate_bars, label_grid, series_graph, test_bars
 from patchkit.report.since import since_lead, since_patch
+from patchkit.report.tallies import BUCKETS, gate_names, test_buckets
 from patchkit.report.words import pick, runtime_word, target_counts, witness_lines
 
 _KEYWORDS = "|".join(keyword.kwlist)
@@ -72,6 +73,8 @@ def render_html(result: AuditResult, lang: str) -> str:
         domains.setdefault(view["audit"].domain, []).append(view)
         for label in view["audit"].labels:
             labels.setdefault(label, []).append(view)
+    since = (result.since or {}).get("patches", {})
+    buckets = {b: t(f"ui.tests.bucket.{b}", lang, count="").strip() for b in BUCKETS}
     return (
         environment()
         .get_template("report.html.j2")
@@ -88,12 +91,27 @@ def render_html(result: AuditResult, lang: str) -> str:
             labels=dict(sorted(labels.items())),
             counts=counts,
             base=_pin_text(result),
+            base_short=_pin_short(result),
+            show_tests=any(view["buckets"] for view in patches),
             environment=environment_rows(result.environment, t("list.sep", lang), t("ui.none", lang)),
             series_lead=_text((result.guide or {}).get("lead"), lang),
             since_lead=since_lead(result, lang),
             since_of=lambda name: since_patch(result, name, lang),
             graph=Markup(series_graph(result, t("ui.graph", lang), _verdict_words(lang))),
             grid=Markup(label_grid(result, t("ui.labels_grid", lang))),
+            gates=gate_names(result),
+            since_status={name: str(entry.get("status") or "") for name, entry in since.items()},
+            bucket_words=buckets,
+            test_bars=Markup(
+                test_bars(result, t("ui.pictures.tests", lang), buckets, t("ui.pictures.tests.total", lang))
+            ),
+            gate_bars=Markup(
+                gate_bars(
+                    result,
+                    t("ui.pictures.gates", lang),
+                    lambda runs, cached: t("ui.pictures.gates.note", lang, runs=runs, cached=cached),
+                )
+            ),
         )
     )
 
@@ -127,12 +145,18 @@ def _value_text(value: Any, sep: str, none: str) -> str:
 
 
 def _verdict_words(lang: str) -> dict[str, str]:
-    return {v: t(f"ui.verdict.{v}", lang) for v in ("ready", "needs-work", "blocked")}
+    return {v: t(f"ui.verdict.{v}", lang) for v in ("ready", "incomplete", "needs-work", "blocked")}
 
 
 def _text(words: Any, lang: str) -> str:
     """A filled ``{"en", "zh"}`` text in ``lang``; empty when the record has none."""
     return (words.get(lang) or words.get("en") or "") if isinstance(words, Mapping) else ""
+
+
+def _pin_short(result: AuditResult) -> str:
+    pin = result.base
+    parts = [" ".join(p for p in (pin.name, pin.version) if p), (pin.rev or "")[:12], pin.path]
+    return " · ".join(p for p in parts if p) + f" ({pin.source})"
 
 
 def _pin_text(result: AuditResult) -> str:
@@ -145,9 +169,11 @@ def _pin_text(result: AuditResult) -> str:
 
 def _patch_view(number: int, pa: PatchAudit, lang: str) -> dict[str, Any]:
     prefix = f"p{number}"
-    files = _diff_files(prefix, pa)
     guide = pa.guide or {}
+    rank = reading_rank(guide.get("order", []))
+    files = sorted(_diff_files(prefix, pa), key=lambda f: rank(f["path"]))
     findings = [dict(f, href=_anchor(prefix, files, f)) for f in guide.get("findings", [])]
+    gates = [_gate_view(g, lang) for g in pa.gates]
     return {
         "id": prefix,
         "audit": pa,
@@ -159,9 +185,20 @@ def _patch_view(number: int, pa: PatchAudit, lang: str) -> dict[str, Any]:
         "order": guide.get("order", []),
         "follow_ups": guide.get("follow_ups", []),
         "reasons": reason_texts(pa, lang),
-        "gates": [_gate_view(g, lang) for g in pa.gates],
+        "gates": gates,
+        "gate_by": {view["gate"].gate: view for view in gates},
+        "file_rows": sorted(pa.files, key=lambda f: rank(str(f.get("path", "")))),
+        "buckets": test_buckets(pa),
         "focused": [_focused_row(test, lang) for test in pa.focused_tests],
     }
+
+
+def reading_rank(order: Any):
+    """A sort key: files in the guide's reading order (contract, consumers, tests), the others after
+    them in the order they came."""
+    listed = [o.get("path") for o in order if isinstance(o, Mapping)] if isinstance(order, list) else []
+    place = {path: i for i, path in enumerate(listed)}
+    return lambda path: place.get(path, len(place))
 
 
 def _focused_row(test, lang: str) -> dict[str, Any]:

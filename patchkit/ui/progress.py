@@ -3,8 +3,8 @@ while pytest runs the live count of tests done / selected (from pytest's own "[ 
 side (base / patched).
 
 On a terminal: rich live bars for the gates running now, above the finished lines. Elsewhere (CI
-logs, pipes): plain lines, pytest counts at most every ``PLAIN_EVERY`` seconds per run. rich
-honours NO_COLOR and writes no colour to a pipe.
+logs, pipes): plain lines, pytest counts at most every ``PLAIN_EVERY`` seconds per run. ``-q``: no
+bars and no lines. Colour follows ``ui.console`` (``--color``, NO_COLOR); words follow ``--lang``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 
 from patchkit.audit.model import ProgressEvent
-from patchkit.console import verbosity
+from patchkit.report.i18n import t
+from patchkit.ui.console import progress_enabled, rich_console, verbosity
 
 PLAIN_EVERY = 20.0  # seconds between two plain pytest count lines of one run
 
@@ -28,8 +29,9 @@ def _clock(seconds: float) -> str:
 class AuditProgress:
     """``with AuditProgress() as tell: run_audit(..., progress=tell)``."""
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream=None, lang: str = "en") -> None:
         self.stream = stream or sys.stderr
+        self.lang = lang
         self.started = time.monotonic()
         self.lock = threading.Lock()
         self.live = None
@@ -37,11 +39,10 @@ class AuditProgress:
         self.last_plain: dict[tuple[str, str], float] = {}
 
     def __enter__(self) -> Callable[[ProgressEvent], None]:
-        if self.stream.isatty():
-            from rich.console import Console
+        if progress_enabled(self.stream):
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            console = Console(file=self.stream, highlight=False)
+            console = rich_console(file=self.stream)
             self.live = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
             self.live.start()
@@ -72,16 +73,19 @@ class AuditProgress:
             elif e.kind == "gate-done":
                 if self.live is not None and key in self.tasks:
                     self.live.remove_task(self.tasks.pop(key))
-                self.line(f"{where} {e.gate}: {e.status} ({e.seconds:.1f} s)")
+                status = t(f"ui.status.{e.status}", self.lang) if e.status else ""
+                self.line(f"{where} {e.gate}{t('punct.colon', self.lang)}{status} ({e.seconds:.1f} s)")
             elif e.kind == "patch-done":
-                self.line(f"{where}: {e.status}")
+                verdict = t(f"ui.verdict.{e.status}", self.lang) if e.status else ""
+                self.line(f"{where}{t('punct.colon', self.lang)}{verdict}")
 
     def _tests(self, e: ProgressEvent, where: str, key: tuple[str, str]) -> None:
-        text = f"{where} tests on {e.side}: {e.done}/{e.selected} tests"
+        side = t(f"ui.progress.side.{e.side}", self.lang)
+        text = t("ui.progress.tests", self.lang, where=where, side=side, done=e.done, selected=e.selected)
         if self.live is not None:
             if key not in self.tasks:
                 self.tasks[key] = self.live.add_task(text, total=e.selected)
-            self.live.update(self.tasks[key], description=f"{where} tests ({e.side})", completed=e.done,
+            self.live.update(self.tasks[key], description=f"{where} tests ({side})", completed=e.done,
                              total=e.selected)  # fmt: skip
             return
         now = time.monotonic()
